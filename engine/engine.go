@@ -1,0 +1,157 @@
+package engine
+
+import (
+	"bytes"
+	"strings"
+)
+
+// Config holds the engine's tunables. They are replicated state: change them
+// only through a command that goes through the log (CONFIG SET).
+type Config struct {
+	// NodeMaxBytes is stream-node-max-bytes: a listpack node is sealed when
+	// it would exceed this many bytes. 0 means no limit.
+	NodeMaxBytes int
+	// NodeMaxEntries is stream-node-max-entries: a node is sealed when it
+	// holds this many entries. 0 means no limit.
+	NodeMaxEntries int
+}
+
+// DefaultConfig returns Redis's defaults (4096 bytes, 100 entries).
+func DefaultConfig() Config { return Config{NodeMaxBytes: 4096, NodeMaxEntries: 100} }
+
+// Engine is one shard's keyspace. It is a plain data structure: not safe for
+// concurrent use, no I/O, no clock (time is the now argument of Exec), no
+// randomness, no goroutines. Callers (the FSM) serialise access.
+type Engine struct {
+	cfg  Config
+	keys map[string]*Value
+	// signaled collects keys touched by writes since the last TakeSignaled,
+	// in first-touch order, for waking blocked readers.
+	signaled    []string
+	signaledSet map[string]struct{}
+}
+
+// New returns an empty engine.
+func New(cfg Config) *Engine {
+	return &Engine{cfg: cfg, keys: make(map[string]*Value), signaledSet: make(map[string]struct{})}
+}
+
+// Config returns the current configuration.
+func (e *Engine) Config() Config { return e.cfg }
+
+// SetConfig replaces the configuration (applied through the log).
+func (e *Engine) SetConfig(c Config) { e.cfg = c }
+
+// Kind is the type of a value stored at a key.
+type Kind uint8
+
+const (
+	KindString Kind = iota + 1
+	KindStream
+)
+
+// Value is what a key holds: exactly one of Str / Stream by Kind.
+type Value struct {
+	Kind   Kind
+	Str    []byte
+	Stream *Stream
+}
+
+// signal records that key changed in a way that may unblock readers
+// (Redis's signalKeyAsReady).
+func (e *Engine) signal(key string) {
+	if _, ok := e.signaledSet[key]; ok {
+		return
+	}
+	e.signaledSet[key] = struct{}{}
+	e.signaled = append(e.signaled, key)
+}
+
+// TakeSignaled returns, and forgets, the keys signalled since the last call,
+// in the order they were first touched. The FSM calls it after each apply to
+// wake clients blocked on those keys.
+func (e *Engine) TakeSignaled() []string {
+	if len(e.signaled) == 0 {
+		return nil
+	}
+	s := e.signaled
+	e.signaled = nil
+	clear(e.signaledSet)
+	return s
+}
+
+// handler executes one parsed command. argv[0] is the command name.
+type handler func(e *Engine, now int64, argv [][]byte) Reply
+
+// commands maps a lower-case command name to its handler. Family files
+// register into it from init functions via register.
+var commands = map[string]handler{}
+
+func register(name string, h handler) {
+	if _, dup := commands[name]; dup {
+		panic("engine: duplicate command " + name)
+	}
+	commands[name] = h
+}
+
+// Has reports whether the engine implements the command (case-insensitive).
+func Has(name string) bool {
+	_, ok := commands[strings.ToLower(name)]
+	return ok
+}
+
+// Exec runs one command at time now (Unix ms, from the log) and returns its
+// reply. User errors are returned as *Error replies, never panics. The caller
+// has already checked the command's arity against the command table.
+func (e *Engine) Exec(now int64, argv [][]byte) Reply {
+	if len(argv) == 0 {
+		return ErrSyntax
+	}
+	h, ok := commands[lower(argv[0])]
+	if !ok {
+		return Errorf("ERR unknown command '%s'", argv[0])
+	}
+	return h(e, now, argv)
+}
+
+// lower returns the lower-cased command name without allocating for names
+// that are already lower case... it allocates once otherwise.
+func lower(b []byte) string {
+	for _, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			return string(bytes.ToLower(b))
+		}
+	}
+	return string(b)
+}
+
+// eqFold reports whether arg equals the ASCII keyword kw, ignoring case.
+// kw must be upper case.
+func eqFold(arg []byte, kw string) bool {
+	if len(arg) != len(kw) {
+		return false
+	}
+	for i := 0; i < len(arg); i++ {
+		c := arg[i]
+		if c >= 'a' && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		if c != kw[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// lookupStream returns the stream at key, nil if the key does not exist, or
+// ErrWrongType.
+func (e *Engine) lookupStream(key []byte) (*Stream, *Error) {
+	v, ok := e.keys[string(key)]
+	if !ok {
+		return nil, nil
+	}
+	if v.Kind != KindStream {
+		return nil, ErrWrongType
+	}
+	return v.Stream, nil
+}

@@ -1,0 +1,58 @@
+package engine
+
+// Reply is a protocol-neutral command reply. resp/ encodes it as RESP2 or RESP3
+// (see resp.AppendReply). The concrete types are closed: only the ones below.
+type Reply interface{ isReply() }
+
+// SimpleString is a status reply: RESP "+OK".
+type SimpleString string
+
+// BulkString is a binary-safe string reply. A nil BulkString is still an empty
+// string ("$0"); use NullBulk for a null.
+type BulkString []byte
+
+// Integer is an integer reply.
+type Integer int64
+
+// Array is an ordered list of replies.
+type Array []Reply
+
+// Map is a list of alternating keys and values. RESP2 encodes it as a flat
+// array, RESP3 as a map ("%"), exactly where Redis uses addReplyMapLen.
+type Map []Reply
+
+// NullBulk is Redis's addReplyNull: "$-1" in RESP2, "_" in RESP3.
+type NullBulk struct{}
+
+// NullArray is Redis's addReplyNullArray: "*-1" in RESP2, "_" in RESP3.
+type NullArray struct{}
+
+// Double is a floating point reply: a bulk string in RESP2, "," in RESP3.
+type Double float64
+
+// Set is an unordered collection: an array in RESP2, "~" in RESP3.
+type Set []Reply
+
+// Error is an error reply. Msg is the whole Redis error line without the
+// leading '-', e.g. "ERR syntax error" or "WRONGTYPE Operation against ...".
+type Error struct{ Msg string }
+
+func (SimpleString) isReply() {}
+func (BulkString) isReply()   {}
+func (Integer) isReply()      {}
+func (Array) isReply()        {}
+func (Map) isReply()          {}
+func (NullBulk) isReply()     {}
+func (NullArray) isReply()    {}
+func (Double) isReply()       {}
+func (Set) isReply()          {}
+func (*Error) isReply()       {}
+
+// Error makes *Error usable as a Go error (sentinels in errors.go).
+func (e *Error) Error() string { return e.Msg }
+
+// OK is the "+OK" reply.
+var OK Reply = SimpleString("OK")
+
+// Bulk returns a BulkString copy of s.
+func Bulk(s string) BulkString { return BulkString(s) }

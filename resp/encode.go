@@ -1,0 +1,100 @@
+package resp
+
+import (
+	"math"
+	"strconv"
+
+	"github.com/raftstream/raftstream/engine"
+)
+
+// AppendReply appends the RESP encoding of r to b: RESP2 when proto is 2,
+// RESP3 when it is 3. It allocates nothing beyond growing b.
+func AppendReply(b []byte, r engine.Reply, proto int) []byte {
+	switch v := r.(type) {
+	case engine.SimpleString:
+		b = append(b, '+')
+		b = append(b, v...)
+		return append(b, '\r', '\n')
+	case engine.BulkString:
+		return appendBulk(b, v)
+	case engine.Integer:
+		b = append(b, ':')
+		b = strconv.AppendInt(b, int64(v), 10)
+		return append(b, '\r', '\n')
+	case engine.Array:
+		b = appendLen(b, '*', len(v))
+		for _, e := range v {
+			b = AppendReply(b, e, proto)
+		}
+		return b
+	case engine.Map:
+		if proto >= 3 {
+			b = appendLen(b, '%', len(v)/2)
+		} else {
+			b = appendLen(b, '*', len(v))
+		}
+		for _, e := range v {
+			b = AppendReply(b, e, proto)
+		}
+		return b
+	case engine.Set:
+		if proto >= 3 {
+			b = appendLen(b, '~', len(v))
+		} else {
+			b = appendLen(b, '*', len(v))
+		}
+		for _, e := range v {
+			b = AppendReply(b, e, proto)
+		}
+		return b
+	case engine.NullBulk:
+		if proto >= 3 {
+			return append(b, '_', '\r', '\n')
+		}
+		return append(b, "$-1\r\n"...)
+	case engine.NullArray:
+		if proto >= 3 {
+			return append(b, '_', '\r', '\n')
+		}
+		return append(b, "*-1\r\n"...)
+	case engine.Double:
+		if proto >= 3 {
+			b = append(b, ',')
+			b = appendDouble(b, float64(v))
+			return append(b, '\r', '\n')
+		}
+		return appendBulk(b, appendDouble(nil, float64(v)))
+	case *engine.Error:
+		b = append(b, '-')
+		b = append(b, v.Msg...)
+		return append(b, '\r', '\n')
+	case nil:
+		return AppendReply(b, engine.NullBulk{}, proto)
+	}
+	panic("resp: unknown reply type")
+}
+
+func appendLen(b []byte, prefix byte, n int) []byte {
+	b = append(b, prefix)
+	b = strconv.AppendInt(b, int64(n), 10)
+	return append(b, '\r', '\n')
+}
+
+func appendBulk(b []byte, s []byte) []byte {
+	b = appendLen(b, '$', len(s))
+	b = append(b, s...)
+	return append(b, '\r', '\n')
+}
+
+// appendDouble formats like Redis's addReplyDouble (%.17g, inf/-inf/nan).
+func appendDouble(b []byte, f float64) []byte {
+	switch {
+	case math.IsInf(f, 1):
+		return append(b, "inf"...)
+	case math.IsInf(f, -1):
+		return append(b, "-inf"...)
+	case math.IsNaN(f):
+		return append(b, "nan"...)
+	}
+	return strconv.AppendFloat(b, f, 'g', 17, 64)
+}
