@@ -110,3 +110,11 @@ func (s *Stream) deleteEntry(id ID) bool {
 	}
 	return false
 }
+
+// RaxKeys is the number of listpack nodes (XINFO radix-tree-keys).
+// NB: placeholder until the rax storage lands.
+func (s *Stream) RaxKeys() int { return (len(s.entries) + 99) / 100 }
+
+// RaxNodes is the number of radix tree nodes (XINFO radix-tree-nodes).
+// NB: placeholder until the rax storage lands.
+func (s *Stream) RaxNodes() int { return s.RaxKeys() + 1 }

@@ -1,0 +1,69 @@
+package fsm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/raftstream/raftstream/engine"
+)
+
+// Errors returned by Future.Wait and Shard.Read. Map them to client errors in
+// one place (resp); compare with errors.Is / errors.As.
+var (
+	// ErrUnknownOutcome: the proposal may or may not have been applied
+	// (leadership lost with the entry in flight, shutdown, timeout).
+	ErrUnknownOutcome = errors.New("unknown outcome")
+	// ErrBusy: the shard's proposal queue is full; nothing was proposed.
+	ErrBusy = errors.New("proposal queue full")
+	// ErrShutdown: the shard is closed; nothing was proposed.
+	ErrShutdown = errors.New("shard is shut down")
+)
+
+// NotLeaderError: this replica is not the shard's leader; nothing was
+// proposed. Leader is the leader's Raft server ID and address if known
+// (empty during an election).
+type NotLeaderError struct {
+	LeaderID   string
+	LeaderAddr string
+}
+
+func (e *NotLeaderError) Error() string {
+	if e.LeaderID == "" {
+		return "not leader (leader unknown)"
+	}
+	return fmt.Sprintf("not leader (leader %s at %s)", e.LeaderID, e.LeaderAddr)
+}
+
+// Unit is a list of commands (each an argv) applied atomically, in order,
+// within one log entry: a single command, or a MULTI/EXEC block.
+type Unit [][][]byte
+
+// Future is the outcome of one submitted Unit.
+type Future struct {
+	done    chan struct{}
+	replies []engine.Reply
+	err     error
+}
+
+func newFuture() *Future { return &Future{done: make(chan struct{})} }
+
+// complete sets the result; called exactly once.
+func (f *Future) complete(replies []engine.Reply, err error) {
+	f.replies, f.err = replies, err
+	close(f.done)
+}
+
+// Done is closed when the result is available.
+func (f *Future) Done() <-chan struct{} { return f.done }
+
+// Wait blocks until the unit is applied (one reply per command) or fails.
+// A ctx expiry while waiting returns ErrUnknownOutcome.
+func (f *Future) Wait(ctx context.Context) ([]engine.Reply, error) {
+	select {
+	case <-f.done:
+		return f.replies, f.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: %v", ErrUnknownOutcome, ctx.Err())
+	}
+}

@@ -1,0 +1,68 @@
+package resp
+
+import (
+	"context"
+
+	"github.com/raftstream/raftstream/engine"
+	"github.com/raftstream/raftstream/fsm"
+)
+
+// Backend is what the RESP server needs from the node it runs on
+// (implemented by cluster.Node). Methods are called from many connection
+// goroutines at once and must be safe for that; none may block for long
+// except Read (bounded by ctx).
+type Backend interface {
+	// NumShards is the cluster's shard count (fixed at creation).
+	NumShards() int
+	// ShardOfSlot maps a hash slot (0..16383) to its shard.
+	ShardOfSlot(slot int) int
+	// Submit proposes a unit to the shard's Raft group. If this node does
+	// not lead the shard the future fails with *fsm.NotLeaderError.
+	Submit(shard int, unit fsm.Unit) *fsm.Future
+	// Read runs fn against the shard's engine. With stale=false the read is
+	// linearizable (leader only, after a read fence); with stale=true any
+	// local replica serves it (READONLY). fn must not retain the engine and
+	// must not block.
+	Read(ctx context.Context, shard int, stale bool, fn func(e *engine.Engine)) error
+	// SetNotify installs the callback invoked after every apply with the keys
+	// that may unblock readers. The callback must not block.
+	SetNotify(func(shard int, keys []string))
+	// Topology describes the cluster for CLUSTER SLOTS/SHARDS/NODES and MOVED.
+	Topology() Topology
+	// ShardStatus describes one locally hosted shard replica for INFO.
+	ShardStatus(shard int) (ShardStatus, bool)
+}
+
+// Topology is a point-in-time view of the cluster.
+type Topology struct {
+	MyID   string // 40-hex node ID of this node
+	Epoch  uint64
+	Nodes  []NodeInfo
+	Shards []ShardInfo // index = shard number
+}
+
+// NodeInfo is one cluster member.
+type NodeInfo struct {
+	ID   string // 40 hex chars
+	Host string // announced RESP host
+	Port int    // announced RESP port
+	Bus  int    // cluster bus port
+	Up   bool
+}
+
+// ShardInfo is one shard: its slot range and replica set.
+type ShardInfo struct {
+	FirstSlot, LastSlot int    // inclusive
+	Leader              string // node ID, "" when unknown
+	Replicas            []string
+}
+
+// ShardStatus is the Raft state of a local shard replica.
+type ShardStatus struct {
+	Role         string // leader, follower, candidate, shutdown
+	Term         uint64
+	CommitIndex  uint64
+	AppliedIndex uint64
+	LastIndex    uint64
+	Leader       string
+}
