@@ -1,0 +1,207 @@
+package cluster
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/raftstream/raftstream/engine"
+	"github.com/raftstream/raftstream/slots"
+)
+
+// Config configures a Node. Only cmd/ reads flags and environment; it fills a
+// Config starting from DefaultConfig and calls Open (which calls Validate).
+type Config struct {
+	// Dir is the node's data directory. It holds node.json (the node ID and
+	// the cluster's shard count, written once when the directory is created)
+	// and shards/<n>/ (one Raft group per shard hosted here). Required.
+	Dir string
+
+	// NodeName is a human-readable name used in logs only. The node's
+	// identity is its ID: 40 hex chars generated when Dir is first created,
+	// persisted in Dir/node.json and never reused (a wiped disk comes back
+	// as a new node). Empty means "use the first 8 chars of the ID".
+	NodeName string
+
+	// BindAddr is the cluster bus address (host:port) on which every Raft
+	// group of this node, the controller group and the join RPC share one
+	// TCP listener. Empty means 127.0.0.1:<AnnouncePort+10000>, like Redis
+	// Cluster's bus port.
+	BindAddr string
+	// AdvertiseBus is the cluster bus address other nodes dial. Empty means
+	// BindAddr (which must then not be a wildcard address).
+	AdvertiseBus string
+
+	// AnnounceHost and AnnouncePort are the RESP address announced to
+	// clients in MOVED replies and CLUSTER SLOTS/SHARDS/NODES.
+	AnnounceHost string
+	AnnouncePort int
+
+	// Shards is the number of shards (Raft groups) of a new cluster; slots
+	// are split into that many contiguous ranges. It is fixed at creation
+	// and persisted; reopening a data dir with a different non-zero value is
+	// an error. 0 means automatic: 1 for a single node started without Join
+	// and BootstrapExpect <= 1 (behaves like a standalone Redis, MULTI across
+	// any keys works), 16 otherwise; on reopen 0 means "whatever was
+	// persisted".
+	Shards int
+
+	// Join lists cluster bus addresses (host:port) of other nodes to form or
+	// join a cluster with. Empty with BootstrapExpect <= 1 means a
+	// single-node cluster bootstrapped on first start.
+	Join []string
+	// BootstrapExpect is the number of nodes that form the initial cluster:
+	// the first start waits until that many nodes (itself included) have
+	// discovered each other through Join, then every node bootstraps the
+	// same groups from the same sorted node set. 1 (default) = single node.
+	BootstrapExpect int
+	// ReplicationFactor is the number of replicas (voters) per shard, capped
+	// at the number of nodes. Default 3.
+	ReplicationFactor int
+
+	// Forwarding makes the RESP server forward commands for shards led
+	// elsewhere instead of replying MOVED, for clients that are not
+	// cluster-aware. Node itself only carries the flag.
+	Forwarding bool
+
+	// Engine configures each shard's engine (stream-node-max-*).
+	Engine engine.Config
+
+	// Logger receives node, transport and Raft logs. Nil means discard.
+	Logger *slog.Logger
+
+	// Raft timing. Zero values take hashicorp/raft's defaults; tests shorten
+	// them to make elections fast on loopback.
+	HeartbeatTimeout   time.Duration
+	ElectionTimeout    time.Duration
+	LeaderLeaseTimeout time.Duration
+
+	// SnapshotInterval is how often the node-level snapshot scheduler looks
+	// at its shards; it snapshots at most one shard per tick, the one with
+	// the most log entries since its last snapshot, if that exceeds
+	// SnapshotThreshold. Default 10s and 8192 entries.
+	SnapshotInterval  time.Duration
+	SnapshotThreshold uint64
+	// TrailingLogs is the number of log entries kept after a snapshot so a
+	// slightly lagging follower catches up from the log. Default 1024
+	// (entries are batches, so raft's 10240 is far too many).
+	TrailingLogs uint64
+
+	// BalanceInterval is how often this node checks whether it leads more
+	// than its fair share of shards and, if so, transfers one leadership to
+	// a replica that leads fewer. 0 means the default (5s); negative
+	// disables balancing.
+	BalanceInterval time.Duration
+
+	// DialTimeout bounds cluster-bus dials and the preamble read of an
+	// accepted connection. Default 5s.
+	DialTimeout time.Duration
+}
+
+// DefaultConfig returns the configuration of `raftstream` started with no
+// flags: a single node on 127.0.0.1:6379 (bus 16379), shard count automatic.
+func DefaultConfig() Config {
+	return Config{
+		AnnounceHost:      "127.0.0.1",
+		AnnouncePort:      6379,
+		BootstrapExpect:   1,
+		ReplicationFactor: 3,
+		Engine:            engine.DefaultConfig(),
+		SnapshotInterval:  10 * time.Second,
+		SnapshotThreshold: 8192,
+		TrailingLogs:      1024,
+		BalanceInterval:   5 * time.Second,
+		DialTimeout:       5 * time.Second,
+	}
+}
+
+// Validate checks c and fills derived defaults (BindAddr, AdvertiseBus,
+// zero durations). Errors name the field and its value.
+func (c *Config) Validate() error {
+	if c.Dir == "" {
+		return fmt.Errorf("cluster: Dir is required")
+	}
+	if c.AnnounceHost == "" {
+		return fmt.Errorf("cluster: AnnounceHost is required")
+	}
+	if c.AnnouncePort <= 0 || c.AnnouncePort > 65535 {
+		return fmt.Errorf("cluster: AnnouncePort %d out of range 1..65535", c.AnnouncePort)
+	}
+	if c.BindAddr == "" {
+		if c.AnnouncePort+10000 > 65535 {
+			return fmt.Errorf("cluster: BindAddr empty and AnnouncePort %d + 10000 is not a port", c.AnnouncePort)
+		}
+		c.BindAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(c.AnnouncePort+10000))
+	}
+	if _, _, err := net.SplitHostPort(c.BindAddr); err != nil {
+		return fmt.Errorf("cluster: BindAddr %q: %v", c.BindAddr, err)
+	}
+	if c.AdvertiseBus == "" {
+		c.AdvertiseBus = c.BindAddr
+	}
+	host, port, err := net.SplitHostPort(c.AdvertiseBus)
+	if err != nil {
+		return fmt.Errorf("cluster: AdvertiseBus %q: %v", c.AdvertiseBus, err)
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		return fmt.Errorf("cluster: AdvertiseBus %q is not dialable (set AdvertiseBus when BindAddr is a wildcard)", c.AdvertiseBus)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p <= 0 || p > 65535 {
+		return fmt.Errorf("cluster: AdvertiseBus %q has a bad port", c.AdvertiseBus)
+	}
+	if c.Shards < 0 || c.Shards > slots.Count {
+		return fmt.Errorf("cluster: Shards %d out of range 0..%d", c.Shards, slots.Count)
+	}
+	if c.BootstrapExpect < 0 {
+		return fmt.Errorf("cluster: BootstrapExpect %d is negative", c.BootstrapExpect)
+	}
+	if c.BootstrapExpect == 0 {
+		c.BootstrapExpect = 1
+	}
+	if c.BootstrapExpect > 1 && len(c.Join) == 0 {
+		return fmt.Errorf("cluster: BootstrapExpect %d needs Join addresses", c.BootstrapExpect)
+	}
+	for _, j := range c.Join {
+		if _, _, err := net.SplitHostPort(j); err != nil {
+			return fmt.Errorf("cluster: Join address %q: %v", j, err)
+		}
+	}
+	if c.ReplicationFactor == 0 {
+		c.ReplicationFactor = 3
+	}
+	if c.ReplicationFactor < 1 {
+		return fmt.Errorf("cluster: ReplicationFactor %d must be >= 1", c.ReplicationFactor)
+	}
+	if c.SnapshotInterval <= 0 {
+		c.SnapshotInterval = 10 * time.Second
+	}
+	if c.SnapshotThreshold == 0 {
+		c.SnapshotThreshold = 8192
+	}
+	if c.TrailingLogs == 0 {
+		c.TrailingLogs = 1024
+	}
+	if c.BalanceInterval == 0 {
+		c.BalanceInterval = 5 * time.Second
+	}
+	if c.DialTimeout <= 0 {
+		c.DialTimeout = 5 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// clustered reports whether this configuration forms a multi-node cluster.
+func (c *Config) clustered() bool { return c.BootstrapExpect > 1 || len(c.Join) > 0 }
+
+// defaultShards is the shard count of a new cluster when Shards is 0.
+func (c *Config) defaultShards() int {
+	if c.clustered() {
+		return 16
+	}
+	return 1
+}
