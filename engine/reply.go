@@ -21,6 +21,12 @@ type Array []Reply
 // array, RESP3 as a map ("%"), exactly where Redis uses addReplyMapLen.
 type Map []Reply
 
+// PairMap is a list of alternating keys and values that RESP3 encodes as a map
+// ("%") and RESP2 as an array of 2-element arrays: the shape of the
+// XREAD/XREADGROUP reply (Redis emits addReplyArrayLen(c,2) per key only when
+// c->resp == 2).
+type PairMap []Reply
+
 // NullBulk is Redis's addReplyNull: "$-1" in RESP2, "_" in RESP3.
 type NullBulk struct{}
 
@@ -42,6 +48,7 @@ func (BulkString) isReply()   {}
 func (Integer) isReply()      {}
 func (Array) isReply()        {}
 func (Map) isReply()          {}
+func (PairMap) isReply()      {}
 func (NullBulk) isReply()     {}
 func (NullArray) isReply()    {}
 func (Double) isReply()       {}

@@ -37,6 +37,21 @@ func AppendReply(b []byte, r engine.Reply, proto int) []byte {
 			b = AppendReply(b, e, proto)
 		}
 		return b
+	case engine.PairMap:
+		if proto >= 3 {
+			b = appendLen(b, '%', len(v)/2)
+			for _, e := range v {
+				b = AppendReply(b, e, proto)
+			}
+			return b
+		}
+		b = appendLen(b, '*', len(v)/2)
+		for i := 0; i+1 < len(v); i += 2 {
+			b = append(b, "*2\r\n"...)
+			b = AppendReply(b, v[i], proto)
+			b = AppendReply(b, v[i+1], proto)
+		}
+		return b
 	case engine.Set:
 		if proto >= 3 {
 			b = appendLen(b, '~', len(v))
