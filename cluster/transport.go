@@ -1,0 +1,308 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Connection preamble on the cluster bus. Every connection starts with
+//
+//	"RSB1" | len(group) (1 byte, 1..255) | group name
+//
+// and then carries the named group's protocol (raft's NetworkTransport
+// framing for shard and controller groups, JSON lines for the rpc group).
+// The mux reads the preamble in a per-connection goroutine under a read
+// deadline, never in the accept loop, so a slow or silent peer cannot stall
+// other connections.
+const preambleMagic = "RSB1"
+
+// Reserved group names. Shard groups are named "shard/<n>".
+const (
+	// ControllerGroup is the Raft group holding the cluster topology.
+	ControllerGroup = "controller"
+	// RPCGroup carries the join/formation RPC (see rpc.go).
+	RPCGroup = "rpc"
+)
+
+// ShardGroup is the group name of shard n.
+func ShardGroup(n int) string { return fmt.Sprintf("shard/%d", n) }
+
+// ErrLayerClosed is returned by StreamLayer.Accept once the layer or its mux
+// is closed.
+var ErrLayerClosed = errors.New("cluster: stream layer closed")
+
+// Mux is one TCP listener shared by many groups. Invariant: a connection is
+// handed to at most one group's layer; connections naming an unknown group
+// are closed.
+type Mux struct {
+	ln        net.Listener
+	advertise net.Addr
+	timeout   time.Duration
+	log       *slog.Logger
+
+	mu     sync.Mutex
+	groups map[string]*StreamLayer
+	conns  map[net.Conn]struct{} // accepted, preamble not yet routed
+
+	shutdownCh chan struct{}
+	closeOnce  sync.Once
+	wg         sync.WaitGroup
+}
+
+// Listen opens the cluster bus on bindAddr. advertise is the address peers
+// dial (returned by every layer's Addr); timeout bounds dials and preamble
+// reads.
+func Listen(bindAddr, advertise string, timeout time.Duration, log *slog.Logger) (*Mux, error) {
+	adv, err := net.ResolveTCPAddr("tcp", advertise)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: advertise address %q: %w", advertise, err)
+	}
+	ln, err := net.Listen("tcp", bindAddr)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: listen on %s: %w", bindAddr, err)
+	}
+	if adv.Port == 0 { // bound to :0 (tests): advertise the real port
+		adv.Port = ln.Addr().(*net.TCPAddr).Port
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	m := &Mux{
+		ln: ln, advertise: adv, timeout: timeout, log: log,
+		groups:     make(map[string]*StreamLayer),
+		conns:      make(map[net.Conn]struct{}),
+		shutdownCh: make(chan struct{}),
+	}
+	m.goFunc(m.acceptLoop)
+	return m, nil
+}
+
+// Addr is the advertised bus address.
+func (m *Mux) Addr() net.Addr { return m.advertise }
+
+func (m *Mux) goFunc(f func()) {
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		f()
+	}()
+}
+
+func (m *Mux) acceptLoop() {
+	for {
+		c, err := m.ln.Accept()
+		if err != nil {
+			select {
+			case <-m.shutdownCh:
+				return
+			default:
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			m.log.Error("cluster bus accept", "err", err)
+			select {
+			case <-m.shutdownCh:
+				return
+			case <-time.After(50 * time.Millisecond): // e.g. EMFILE: back off
+			}
+			continue
+		}
+		m.mu.Lock()
+		closed := m.isClosed()
+		if !closed {
+			m.conns[c] = struct{}{}
+		}
+		m.mu.Unlock()
+		if closed {
+			c.Close()
+			return
+		}
+		m.goFunc(func() { m.route(c) })
+	}
+}
+
+func (m *Mux) isClosed() bool {
+	select {
+	case <-m.shutdownCh:
+		return true
+	default:
+		return false
+	}
+}
+
+// route reads c's preamble and hands c to its group's layer.
+func (m *Mux) route(c net.Conn) {
+	routed := false
+	defer func() {
+		m.mu.Lock()
+		delete(m.conns, c)
+		m.mu.Unlock()
+		if !routed {
+			c.Close()
+		}
+	}()
+	_ = c.SetReadDeadline(time.Now().Add(m.timeout))
+	group, err := readPreamble(c)
+	if err != nil {
+		m.log.Debug("cluster bus: bad preamble", "remote", c.RemoteAddr(), "err", err)
+		return
+	}
+	_ = c.SetReadDeadline(time.Time{})
+	m.mu.Lock()
+	l := m.groups[group]
+	m.mu.Unlock()
+	if l == nil {
+		m.log.Debug("cluster bus: unknown group", "group", group, "remote", c.RemoteAddr())
+		return
+	}
+	timer := time.NewTimer(m.timeout)
+	defer timer.Stop()
+	select {
+	case l.connCh <- c:
+		routed = true
+	case <-l.closeCh:
+	case <-m.shutdownCh:
+	case <-timer.C:
+		m.log.Warn("cluster bus: group not accepting", "group", group)
+	}
+}
+
+func readPreamble(r io.Reader) (string, error) {
+	var hdr [len(preambleMagic) + 1]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return "", err
+	}
+	if string(hdr[:len(preambleMagic)]) != preambleMagic {
+		return "", fmt.Errorf("bad magic %q", hdr[:len(preambleMagic)])
+	}
+	n := int(hdr[len(preambleMagic)])
+	if n == 0 {
+		return "", errors.New("empty group name")
+	}
+	name := make([]byte, n)
+	if _, err := io.ReadFull(r, name); err != nil {
+		return "", err
+	}
+	return string(name), nil
+}
+
+func writePreamble(w io.Writer, group string) error {
+	b := make([]byte, 0, len(preambleMagic)+1+len(group))
+	b = append(b, preambleMagic...)
+	b = append(b, byte(len(group)))
+	b = append(b, group...)
+	_, err := w.Write(b)
+	return err
+}
+
+// Layer registers group and returns its stream layer. It panics if group is
+// already registered and open, or its name is empty or longer than 255 bytes.
+func (m *Mux) Layer(group string) *StreamLayer {
+	if group == "" || len(group) > 255 {
+		panic(fmt.Sprintf("cluster: bad group name %q", group))
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.groups[group]; ok {
+		panic(fmt.Sprintf("cluster: group %q registered twice", group))
+	}
+	l := &StreamLayer{mux: m, group: group, connCh: make(chan net.Conn), closeCh: make(chan struct{})}
+	m.groups[group] = l
+	return l
+}
+
+// Dial opens a connection to the group on the node at addr.
+func (m *Mux) Dial(addr, group string, timeout time.Duration) (net.Conn, error) {
+	d := net.Dialer{Timeout: timeout}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	_ = c.SetWriteDeadline(time.Now().Add(timeout))
+	if err := writePreamble(c, group); err != nil {
+		c.Close()
+		return nil, err
+	}
+	_ = c.SetWriteDeadline(time.Time{})
+	return c, nil
+}
+
+// Close stops the listener, closes connections whose preamble is still
+// being read, closes every layer, and waits for the mux's goroutines.
+func (m *Mux) Close() error {
+	var err error
+	m.closeOnce.Do(func() {
+		m.mu.Lock()
+		close(m.shutdownCh)
+		for c := range m.conns {
+			c.Close()
+		}
+		layers := make([]*StreamLayer, 0, len(m.groups))
+		for _, l := range m.groups {
+			layers = append(layers, l)
+		}
+		m.mu.Unlock()
+		err = m.ln.Close()
+		for _, l := range layers {
+			l.Close()
+		}
+		m.wg.Wait()
+	})
+	return err
+}
+
+// StreamLayer is one group's view of the mux; it implements
+// raft.StreamLayer. Accept returns connections whose preamble named this
+// group, and ErrLayerClosed once the layer or the mux is closed.
+type StreamLayer struct {
+	mux     *Mux
+	group   string
+	connCh  chan net.Conn
+	closeCh chan struct{}
+	once    sync.Once
+}
+
+var _ raft.StreamLayer = (*StreamLayer)(nil)
+
+// Accept waits for the next connection routed to this group.
+func (l *StreamLayer) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.connCh:
+		return c, nil
+	case <-l.closeCh:
+		return nil, ErrLayerClosed
+	case <-l.mux.shutdownCh:
+		return nil, ErrLayerClosed
+	}
+}
+
+// Close unregisters the group; later connections naming it are closed.
+// It is idempotent.
+func (l *StreamLayer) Close() error {
+	l.once.Do(func() {
+		close(l.closeCh)
+		l.mux.mu.Lock()
+		if l.mux.groups[l.group] == l {
+			delete(l.mux.groups, l.group)
+		}
+		l.mux.mu.Unlock()
+	})
+	return nil
+}
+
+// Addr is the mux's advertised address.
+func (l *StreamLayer) Addr() net.Addr { return l.mux.advertise }
+
+// Dial connects to this group on the node at address.
+func (l *StreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	return l.mux.Dial(string(address), l.group, timeout)
+}
