@@ -67,3 +67,11 @@ func (f *Future) Wait(ctx context.Context) ([]engine.Reply, error) {
 		return nil, fmt.Errorf("%w: %v", ErrUnknownOutcome, ctx.Err())
 	}
 }
+
+// FailedFuture returns a Future already completed with err, for callers that
+// reject a unit before it reaches a shard (cluster: shard not hosted here).
+func FailedFuture(err error) *Future {
+	f := newFuture()
+	f.complete(nil, err)
+	return f
+}
