@@ -155,3 +155,13 @@ func (e *Engine) lookupStream(key []byte) (*Stream, *Error) {
 	}
 	return v.Stream, nil
 }
+
+// LastID returns the last ID of the stream at key, 0-0 when the key does
+// not exist or holds another type: what XREAD BLOCK's "$" means at the time
+// the client blocks (the RESP server resolves it before waiting).
+func (e *Engine) LastID(key []byte) ID {
+	if v, ok := e.keys[string(key)]; ok && v.Kind == KindStream {
+		return v.Stream.LastID
+	}
+	return ID{}
+}
