@@ -63,3 +63,74 @@ func (s *Stream) destroyGroup(name []byte) bool {
 	s.Groups = s.Groups[:len(s.Groups)-1]
 	return true
 }
+
+// hasTombstonesIn is streamRangeHasTombstones: whether a deleted entry may
+// lie in [start, end] (judged by max-deleted-entry-id).
+func (s *Stream) hasTombstonesIn(start, end ID) bool {
+	if s.Length == 0 || s.MaxDeletedID.IsZero() {
+		return false
+	}
+	return start.Compare(s.MaxDeletedID) <= 0 && s.MaxDeletedID.Compare(end) <= 0
+}
+
+// estimateEntriesRead is streamEstimateDistanceFromFirstEverEntry: the
+// logical read counter of id (how many entries were ever added up to and
+// including it), or entriesReadInvalid when it cannot be known.
+func (s *Stream) estimateEntriesRead(id ID) int64 {
+	if s.EntriesAdded == 0 {
+		return 0
+	}
+	if s.Length == 0 && id.Compare(s.LastID) < 1 {
+		return int64(s.EntriesAdded)
+	}
+	if !id.IsZero() && id.Less(s.MaxDeletedID) {
+		return entriesReadInvalid
+	}
+	switch c := id.Compare(s.LastID); {
+	case c == 0:
+		return int64(s.EntriesAdded)
+	case c > 0:
+		return entriesReadInvalid
+	}
+	if s.MaxDeletedID.IsZero() || s.MaxDeletedID.Less(s.FirstID) {
+		switch id.Compare(s.FirstID) {
+		case -1:
+			return int64(s.EntriesAdded - s.Length)
+		case 0:
+			return int64(s.EntriesAdded - s.Length + 1)
+		}
+	}
+	return entriesReadInvalid
+}
+
+// lag is streamReplyWithCGLag: the number of entries not yet delivered to
+// the group, and false when it cannot be known (XINFO shows a null).
+func (s *Stream) lag(g *Group) (int64, bool) {
+	switch {
+	case s.EntriesAdded == 0:
+		return 0, true
+	case s.Length == 0:
+		return 0, true
+	case g.LastID.Less(s.FirstID) && s.MaxDeletedID.Less(s.FirstID):
+		return int64(s.Length), true
+	case g.EntriesRead != entriesReadInvalid && !s.hasTombstonesIn(g.LastID, MaxID):
+		return int64(s.EntriesAdded) - g.EntriesRead, true
+	}
+	if er := s.estimateEntriesRead(g.LastID); er != entriesReadInvalid {
+		return int64(s.EntriesAdded) - er, true
+	}
+	return 0, false
+}
+
+// advanceLastID moves the group's last-delivered-id to id (> LastID) as
+// XREADGROUP does when delivering id, keeping entries-read exact when it
+// can be and re-estimating it otherwise.
+func (s *Stream) advanceLastID(g *Group, id ID) {
+	if g.EntriesRead != entriesReadInvalid && !g.LastID.Less(s.FirstID) &&
+		!s.hasTombstonesIn(g.LastID, MaxID) {
+		g.EntriesRead++
+	} else if s.EntriesAdded != 0 {
+		g.EntriesRead = s.estimateEntriesRead(id)
+	}
+	g.LastID = id
+}

@@ -1,0 +1,1033 @@
+package engine
+
+import "bytes"
+
+// Consumer-group commands: XGROUP, XREADGROUP, XACK, XPENDING, XCLAIM and
+// XAUTOCLAIM, with Redis 7.4's replies and error strings (t_stream.c).
+//
+// Each command is split in two: a syntax phase (xxxSyntax) that checks what
+// Redis checks before it looks at any key, so a leader can reject garbage
+// before proposing it (see groupValidators), and the execution, which
+// repeats the syntax phase and then works on the keyspace.
+
+func init() {
+	register("xgroup", cmdXGroup)
+	register("xreadgroup", cmdXReadGroup)
+	register("xack", cmdXAck)
+	register("xpending", cmdXPending)
+	register("xclaim", cmdXClaim)
+	register("xautoclaim", cmdXAutoClaim)
+}
+
+// groupValidators are the stateless checks of the consumer-group commands,
+// by lower-case command name. Each returns the error Redis would reply
+// without looking at the keyspace, or nil. now is the proposer's clock (the
+// BLOCK timeout check depends on it).
+var groupValidators = map[string]func(now int64, argv [][]byte) *Error{
+	"xgroup":     func(_ int64, argv [][]byte) *Error { _, err := xgroupSyntax(argv); return err },
+	"xreadgroup": func(now int64, argv [][]byte) *Error { _, err := xreadgroupSyntax(now, argv); return err },
+	"xack":       func(_ int64, argv [][]byte) *Error { return arityMin(argv, 4, "xack") },
+	"xpending":   func(_ int64, argv [][]byte) *Error { _, err := xpendingSyntax(argv); return err },
+	"xclaim":     func(_ int64, argv [][]byte) *Error { return arityMin(argv, 6, "xclaim") },
+	"xautoclaim": func(_ int64, argv [][]byte) *Error { _, err := xautoclaimSyntax(argv); return err },
+	"xinfo":      func(_ int64, argv [][]byte) *Error { return xinfoSyntax(argv) },
+}
+
+// ValidateGroupCommand runs the stateless check of a consumer-group command
+// (nil for other commands or when the arguments pass).
+func ValidateGroupCommand(now int64, argv [][]byte) *Error {
+	if len(argv) == 0 {
+		return nil
+	}
+	if v, ok := groupValidators[lower(argv[0])]; ok {
+		return v(now, argv)
+	}
+	return nil
+}
+
+func arityMin(argv [][]byte, n int, name string) *Error {
+	if len(argv) < n {
+		return WrongArity(name)
+	}
+	return nil
+}
+
+func noGroupKeyErr(key, group []byte) *Error {
+	return Errorf("NOGROUP No such key '%s' or consumer group '%s'", key, group)
+}
+
+func noGroupForKeyErr(group, key []byte) *Error {
+	return Errorf("NOGROUP No such consumer group '%s' for key name '%s'", group, key)
+}
+
+// ---- XGROUP ---------------------------------------------------------------
+
+var xgroupHelp = []string{
+	"CREATE <key> <groupname> <id|$> [option]",
+	"    Create a new consumer group. Options are:",
+	"    * MKSTREAM",
+	"      Create the empty stream if it does not exist.",
+	"    * ENTRIESREAD entries_read",
+	"      Set the group's entries_read counter (internal use).",
+	"CREATECONSUMER <key> <groupname> <consumer>",
+	"    Create a new consumer in the specified group.",
+	"DELCONSUMER <key> <groupname> <consumer>",
+	"    Remove the specified consumer.",
+	"DESTROY <key> <groupname>",
+	"    Remove the specified group.",
+	"SETID <key> <groupname> <id|$> [ENTRIESREAD entries_read]",
+	"    Set the current group ID and entries_read counter.",
+}
+
+type xgroupArgs struct {
+	sub         string // upper-case subcommand
+	mkstream    bool
+	entriesRead int64
+}
+
+// xgroupSubArity is the command table's arity of each XGROUP subcommand
+// (negative: at least).
+var xgroupSubArity = map[string]int{
+	"CREATE": -5, "SETID": -5, "DESTROY": 4, "CREATECONSUMER": 5, "DELCONSUMER": 5, "HELP": 2,
+}
+
+func checkSubArity(argv [][]byte, table map[string]int) (string, *Error) {
+	if len(argv) < 2 {
+		return "", WrongArity(lower(argv[0]))
+	}
+	sub := string(bytes.ToUpper(argv[1]))
+	ar, ok := table[sub]
+	if !ok {
+		return "", unknownSubcommand(argv)
+	}
+	if (ar > 0 && len(argv) != ar) || (ar < 0 && len(argv) < -ar) {
+		return "", WrongArity(lower(argv[0]) + "|" + string(bytes.ToLower(argv[1])))
+	}
+	return sub, nil
+}
+
+func xgroupSyntax(argv [][]byte) (xgroupArgs, *Error) {
+	a := xgroupArgs{entriesRead: entriesReadInvalid}
+	sub, err := checkSubArity(argv, xgroupSubArity)
+	if err != nil {
+		return a, err
+	}
+	a.sub = sub
+	if len(argv) >= 4 {
+		create, setid := sub == "CREATE", sub == "SETID"
+		for i := 5; i < len(argv); {
+			switch {
+			case create && eqFold(argv[i], "MKSTREAM"):
+				a.mkstream = true
+				i++
+			case (create || setid) && eqFold(argv[i], "ENTRIESREAD") && i+1 < len(argv):
+				v, err := cgArgInt(argv[i+1], "")
+				if err != nil {
+					return a, err
+				}
+				if v < 0 && v != entriesReadInvalid {
+					return a, Errorf("ERR value for ENTRIESREAD must be positive or -1")
+				}
+				a.entriesRead = v
+				i += 2
+			default:
+				return a, subcommandSyntaxError(argv)
+			}
+		}
+	}
+	return a, nil
+}
+
+func cmdXGroup(e *Engine, now int64, argv [][]byte) Reply {
+	a, err := xgroupSyntax(argv)
+	if err != nil {
+		return err
+	}
+	var s *Stream
+	var g *Group
+	if len(argv) >= 4 {
+		var werr *Error
+		if s, werr = e.lookupStream(argv[2]); werr != nil {
+			return werr
+		}
+		if !a.mkstream {
+			if s == nil {
+				return Errorf("ERR The XGROUP subcommand requires the key to exist. " +
+					"Note that for CREATE you may want to use the MKSTREAM option to create an empty stream automatically.")
+			}
+			g = s.lookupGroup(argv[3])
+			if g == nil && (a.sub == "SETID" || a.sub == "CREATECONSUMER" || a.sub == "DELCONSUMER") {
+				return noGroupForKeyErr(argv[3], argv[2])
+			}
+		}
+	}
+	n := len(argv)
+	switch {
+	case a.sub == "HELP" && n == 2:
+		return helpReply(argv[0], xgroupHelp)
+	case a.sub == "CREATE" && n >= 5 && n <= 8:
+		var id ID
+		if string(argv[4]) == "$" {
+			if s != nil {
+				id = s.LastID
+			}
+		} else if id, err = cgParseStrictID(argv[4], 0); err != nil {
+			return err
+		}
+		if s == nil {
+			s = NewStream()
+			e.keys[string(argv[2])] = &Value{Kind: KindStream, Stream: s}
+		}
+		if s.createGroup(argv[3], id, a.entriesRead) == nil {
+			return Errorf("BUSYGROUP Consumer Group name already exists")
+		}
+		return OK
+	case a.sub == "SETID" && (n == 5 || n == 7):
+		var id ID
+		if string(argv[4]) == "$" {
+			id = s.LastID
+		} else if id, err = cgParseID(argv[4], 0); err != nil {
+			return err
+		}
+		g.LastID = id
+		g.EntriesRead = a.entriesRead
+		// Moving the group back may let blocked XREADGROUP '>' readers be
+		// served; waking them is harmless otherwise.
+		e.signal(string(argv[2]))
+		return OK
+	case a.sub == "DESTROY" && n == 4:
+		if g == nil {
+			return Integer(0)
+		}
+		s.destroyGroup(argv[3])
+		// Wake XREADGROUP clients blocked on this group: they now get
+		// the NOGROUP error.
+		e.signal(string(argv[2]))
+		return Integer(1)
+	case a.sub == "CREATECONSUMER" && n == 5:
+		if g.createConsumer(argv[4], now) != nil {
+			return Integer(1)
+		}
+		return Integer(0)
+	case a.sub == "DELCONSUMER" && n == 5:
+		c := g.findConsumer(argv[4])
+		if c == nil {
+			return Integer(0)
+		}
+		return Integer(g.deleteConsumer(c))
+	}
+	return subcommandSyntaxError(argv)
+}
+
+// ---- XREADGROUP -----------------------------------------------------------
+
+// xreadgroupArgs is a parsed XREADGROUP.
+type xreadgroupArgs struct {
+	group, consumer []byte
+	count           int64
+	block           int64 // -1 without BLOCK; else the absolute deadline (ms), 0 = forever
+	noack           bool
+	keys, ids       [][]byte
+}
+
+func xreadgroupSyntax(now int64, argv [][]byte) (xreadgroupArgs, *Error) {
+	a := xreadgroupArgs{block: -1}
+	if len(argv) < 7 {
+		return a, WrongArity("xreadgroup")
+	}
+	streamsArg := 0
+	for i := 1; i < len(argv); i++ {
+		more := len(argv) - i - 1
+		o := argv[i]
+		switch {
+		case eqFold(o, "BLOCK") && more > 0:
+			i++
+			t, err := cgArgInt(argv[i], "timeout is not an integer or out of range")
+			if err != nil {
+				return a, err
+			}
+			if t < 0 {
+				return a, Errorf("ERR timeout is negative")
+			}
+			if t > 0 {
+				if t > 1<<63-1-now {
+					return a, Errorf("ERR timeout is out of range")
+				}
+				t += now
+			}
+			a.block = t
+		case eqFold(o, "COUNT") && more > 0:
+			i++
+			c, err := cgArgInt(argv[i], "")
+			if err != nil {
+				return a, err
+			}
+			if c < 0 {
+				c = 0
+			}
+			a.count = c
+		case eqFold(o, "STREAMS") && more > 0:
+			streamsArg = i + 1
+			n := len(argv) - streamsArg
+			if n%2 != 0 {
+				return a, Errorf("ERR Unbalanced 'xreadgroup' list of streams: for each stream key an ID or '>' must be specified.")
+			}
+			a.keys, a.ids = argv[streamsArg:streamsArg+n/2], argv[streamsArg+n/2:]
+			i = len(argv)
+		case eqFold(o, "GROUP") && more >= 2:
+			a.group, a.consumer = argv[i+1], argv[i+2]
+			i += 2
+		case eqFold(o, "NOACK"):
+			a.noack = true
+		default:
+			return a, ErrSyntax
+		}
+	}
+	if streamsArg == 0 {
+		return a, ErrSyntax
+	}
+	if a.group == nil {
+		return a, Errorf("ERR Missing GROUP option for XREADGROUP")
+	}
+	return a, nil
+}
+
+// XReadGroupBlock reports whether argv is an XREADGROUP with a valid BLOCK
+// option, and its timeout in ms (0 = forever). The server uses it to decide
+// whether a NullArray reply from Exec means "block and retry".
+func XReadGroupBlock(argv [][]byte) (timeoutMs int64, ok bool) {
+	a, err := xreadgroupSyntax(0, argv)
+	if err != nil || a.block < 0 {
+		return 0, false
+	}
+	return a.block, true
+}
+
+func cmdXReadGroup(e *Engine, now int64, argv [][]byte) Reply {
+	a, err := xreadgroupSyntax(now, argv)
+	if err != nil {
+		return err
+	}
+	type target struct {
+		s       *Stream
+		g       *Group
+		id      ID
+		newOnly bool // the '>' ID
+	}
+	targets := make([]target, len(a.keys))
+	for i, key := range a.keys {
+		s, werr := e.lookupStream(key)
+		if werr != nil {
+			return werr
+		}
+		var g *Group
+		if s != nil {
+			g = s.lookupGroup(a.group)
+		}
+		if g == nil {
+			return Errorf("NOGROUP No such key '%s' or consumer group '%s' in XREADGROUP with GROUP option", key, a.group)
+		}
+		t := target{s: s, g: g}
+		switch string(a.ids[i]) {
+		case "$", "+":
+			return Errorf("ERR The %s ID is meaningless in the context of XREADGROUP: you want to read the history "+
+				"of this consumer by specifying a proper ID, or use the > ID to get new messages. "+
+				"The %s ID would just return an empty result set.", a.ids[i], a.ids[i])
+		case ">":
+			t.newOnly = true
+		default:
+			if t.id, err = cgParseStrictID(a.ids[i], 0); err != nil {
+				return err
+			}
+			// Redis marks '>' internally as the maximum ID, so an explicit
+			// maximum ID means '>' too.
+			t.newOnly = t.id == MaxID
+		}
+		targets[i] = t
+	}
+	var out PairMap
+	for i, t := range targets {
+		s, g := t.s, t.g
+		serve, history := false, false
+		gt := t.id
+		if !t.newOnly {
+			serve, history = true, true
+		} else if s.Length > 0 {
+			if maxID, ok := s.lastValidID(); ok && g.LastID.Less(maxID) {
+				serve, gt = true, g.LastID
+			}
+		}
+		c, _ := g.lookupOrCreateConsumer(a.consumer, now)
+		c.SeenTime = now
+		if !serve {
+			continue
+		}
+		start, _ := gt.Incr()
+		var entries Array
+		if history {
+			entries = readConsumerHistory(s, c, start, a.count, now)
+		} else {
+			entries = deliverNew(s, g, c, start, a.count, a.noack, now)
+		}
+		out = append(out, BulkString(bytes.Clone(a.keys[i])), entries)
+	}
+	if len(out) == 0 {
+		return NullArray{}
+	}
+	return out
+}
+
+// deliverNew is streamReplyWithRange with a group: it delivers entries after
+// start-1 to consumer c, advancing the group's last-delivered-id and, unless
+// noack, recording NACKs (taking over any NACK another consumer holds for a
+// delivered ID, which XGROUP SETID can cause).
+func deliverNew(s *Stream, g *Group, c *Consumer, start ID, count int64, noack bool, now int64) Array {
+	var out Array
+	it := s.Iter(start, MaxID, false)
+	for it.Next() {
+		id := it.ID
+		if g.LastID.Less(id) {
+			s.advanceLastID(g, id)
+		}
+		out = append(out, entryReply(id, it.Fields))
+		if !noack {
+			if nk, ok := g.PEL.Get(id); ok {
+				nk.Consumer.PEL.Delete(id)
+				nk.Consumer, nk.DeliveryTime, nk.DeliveryCount = c, now, 1
+				c.PEL.Insert(nk)
+			} else {
+				nk := &NACK{ID: id, DeliveryTime: now, DeliveryCount: 1, Consumer: c}
+				g.PEL.Insert(nk)
+				c.PEL.Insert(nk)
+			}
+			c.ActiveTime = now
+		}
+		if count > 0 && int64(len(out)) == count {
+			break
+		}
+	}
+	if out == nil {
+		out = Array{}
+	}
+	return out
+}
+
+// readConsumerHistory is streamReplyWithRangeFromConsumerPEL: the consumer's
+// own pending entries from start on; entries deleted from the stream show
+// as [id, nil]. Each re-delivered entry gets a new delivery time and count.
+func readConsumerHistory(s *Stream, c *Consumer, start ID, count int64, now int64) Array {
+	out := Array{}
+	cu := c.PEL.Seek(start)
+	for count == 0 || int64(len(out)) < count {
+		nk, ok := cu.Next()
+		if !ok {
+			break
+		}
+		if fields, ok := s.Lookup(nk.ID); ok {
+			out = append(out, entryReply(nk.ID, fields))
+			nk.DeliveryTime = now
+			nk.DeliveryCount++
+		} else {
+			out = append(out, Array{idBulk(nk.ID), NullArray{}})
+		}
+	}
+	return out
+}
+
+// ---- XACK -----------------------------------------------------------------
+
+func cmdXAck(e *Engine, now int64, argv [][]byte) Reply {
+	if err := arityMin(argv, 4, "xack"); err != nil {
+		return err
+	}
+	s, werr := e.lookupStream(argv[1])
+	if werr != nil {
+		return werr
+	}
+	var g *Group
+	if s != nil {
+		g = s.lookupGroup(argv[2])
+	}
+	if g == nil {
+		return Integer(0)
+	}
+	ids := make([]ID, 0, len(argv)-3)
+	for _, b := range argv[3:] {
+		id, err := cgParseStrictID(b, 0)
+		if err != nil {
+			return err
+		}
+		ids = append(ids, id)
+	}
+	acked := 0
+	for _, id := range ids {
+		if nk, ok := g.PEL.Delete(id); ok {
+			nk.Consumer.PEL.Delete(id)
+			acked++
+		}
+	}
+	return Integer(acked)
+}
+
+// ---- XPENDING -------------------------------------------------------------
+
+type xpendingArgs struct {
+	summary    bool
+	minIdle    int64
+	start, end ID
+	count      int64
+	consumer   []byte
+}
+
+func xpendingSyntax(argv [][]byte) (xpendingArgs, *Error) {
+	var a xpendingArgs
+	if err := arityMin(argv, 3, "xpending"); err != nil {
+		return a, err
+	}
+	n := len(argv)
+	a.summary = n == 3
+	if n != 3 && (n < 6 || n > 9) {
+		return a, ErrSyntax
+	}
+	if n < 6 {
+		return a, nil
+	}
+	si := 3
+	if eqFold(argv[3], "IDLE") {
+		v, err := cgArgInt(argv[4], "")
+		if err != nil {
+			return a, err
+		}
+		a.minIdle = v
+		if n < 8 {
+			return a, ErrSyntax
+		}
+		si += 2
+	}
+	c, err := cgArgInt(argv[si+2], "")
+	if err != nil {
+		return a, err
+	}
+	if c < 0 {
+		c = 0
+	}
+	a.count = c
+	if a.start, err = cgParseIntervalStart(argv[si]); err != nil {
+		return a, err
+	}
+	if a.end, err = cgParseIntervalEnd(argv[si+1]); err != nil {
+		return a, err
+	}
+	if si+3 < n {
+		a.consumer = argv[si+3]
+	}
+	return a, nil
+}
+
+func cmdXPending(e *Engine, now int64, argv [][]byte) Reply {
+	a, err := xpendingSyntax(argv)
+	if err != nil {
+		return err
+	}
+	s, werr := e.lookupStream(argv[1])
+	if werr != nil {
+		return werr
+	}
+	var g *Group
+	if s != nil {
+		g = s.lookupGroup(argv[2])
+	}
+	if g == nil {
+		return noGroupKeyErr(argv[1], argv[2])
+	}
+	if a.summary {
+		if g.PEL.Len() == 0 {
+			return Array{Integer(0), NullBulk{}, NullBulk{}, NullArray{}}
+		}
+		first, _ := g.PEL.First()
+		last, _ := g.PEL.Last()
+		consumers := Array{}
+		for _, c := range g.Consumers {
+			if c.PEL.Len() == 0 {
+				continue
+			}
+			consumers = append(consumers, Array{BulkString(c.Name), BulkString(itoa(int64(c.PEL.Len())))})
+		}
+		return Array{Integer(g.PEL.Len()), idBulk(first.ID), idBulk(last.ID), consumers}
+	}
+	pel := g.PEL
+	if a.consumer != nil {
+		c := g.findConsumer(a.consumer)
+		if c == nil {
+			return Array{}
+		}
+		pel = c.PEL
+	}
+	out := Array{}
+	count := a.count
+	cu := pel.Seek(a.start)
+	for count > 0 {
+		nk, ok := cu.Next()
+		if !ok || a.end.Less(nk.ID) {
+			break
+		}
+		if a.minIdle != 0 && now-nk.DeliveryTime < a.minIdle {
+			continue
+		}
+		count--
+		elapsed := now - nk.DeliveryTime
+		if elapsed < 0 {
+			elapsed = 0
+		}
+		out = append(out, Array{idBulk(nk.ID), BulkString(nk.Consumer.Name), Integer(elapsed),
+			Integer(int64(nk.DeliveryCount))})
+	}
+	return out
+}
+
+func itoa(v int64) []byte { return appendInt(nil, v) }
+
+func appendInt(b []byte, v int64) []byte {
+	if v < 0 {
+		b = append(b, '-')
+		return appendUint(b, uint64(-v))
+	}
+	return appendUint(b, uint64(v))
+}
+
+func appendUint(b []byte, v uint64) []byte {
+	var buf [20]byte
+	i := len(buf)
+	for {
+		i--
+		buf[i] = byte('0' + v%10)
+		v /= 10
+		if v == 0 {
+			break
+		}
+	}
+	return append(b, buf[i:]...)
+}
+
+// ---- XCLAIM ---------------------------------------------------------------
+
+func cmdXClaim(e *Engine, now int64, argv [][]byte) Reply {
+	if err := arityMin(argv, 6, "xclaim"); err != nil {
+		return err
+	}
+	s, werr := e.lookupStream(argv[1])
+	if werr != nil {
+		return werr
+	}
+	var g *Group
+	if s != nil {
+		g = s.lookupGroup(argv[2])
+	}
+	if g == nil {
+		return noGroupKeyErr(argv[1], argv[2])
+	}
+	minIdle, err := cgArgInt(argv[4], "Invalid min-idle-time argument for XCLAIM")
+	if err != nil {
+		return err
+	}
+	if minIdle < 0 {
+		minIdle = 0
+	}
+	// IDs come first; the first argument that is not an ID starts the
+	// options.
+	j := 5
+	var ids []ID
+	for ; j < len(argv); j++ {
+		id, err := cgParseStrictID(argv[j], 0)
+		if err != nil {
+			break
+		}
+		ids = append(ids, id)
+	}
+	retry := int64(-1)
+	delivery := int64(-1)
+	force, justid := false, false
+	var lastID ID
+	for ; j < len(argv); j++ {
+		more := len(argv) - 1 - j
+		o := argv[j]
+		switch {
+		case eqFold(o, "FORCE"):
+			force = true
+		case eqFold(o, "JUSTID"):
+			justid = true
+		case eqFold(o, "IDLE") && more > 0:
+			j++
+			v, err := cgArgInt(argv[j], "Invalid IDLE option argument for XCLAIM")
+			if err != nil {
+				return err
+			}
+			delivery = now - v
+		case eqFold(o, "TIME") && more > 0:
+			j++
+			v, err := cgArgInt(argv[j], "Invalid TIME option argument for XCLAIM")
+			if err != nil {
+				return err
+			}
+			delivery = v
+		case eqFold(o, "RETRYCOUNT") && more > 0:
+			j++
+			v, err := cgArgInt(argv[j], "Invalid RETRYCOUNT option argument for XCLAIM")
+			if err != nil {
+				return err
+			}
+			retry = v
+		case eqFold(o, "LASTID") && more > 0:
+			j++
+			if lastID, err = cgParseStrictID(argv[j], 0); err != nil {
+				return err
+			}
+		default:
+			return Errorf("ERR Unrecognized XCLAIM option '%s'", o)
+		}
+	}
+	if g.LastID.Less(lastID) {
+		g.LastID = lastID
+	}
+	if delivery == -1 || delivery < 0 || delivery > now {
+		// A delivery time in the future or before the epoch is taken as
+		// now rather than refused (clients compute it from their clocks).
+		delivery = now
+	}
+	c, _ := g.lookupOrCreateConsumer(argv[3], now)
+	c.SeenTime = now
+	out := Array{}
+	for _, id := range ids {
+		nk, pending := g.PEL.Get(id)
+		fields, exists := s.Lookup(id)
+		if !exists {
+			// The entry is gone: drop its NACK.
+			if pending {
+				g.PEL.Delete(id)
+				nk.Consumer.PEL.Delete(id)
+			}
+			continue
+		}
+		if force && !pending {
+			nk = &NACK{ID: id, DeliveryTime: now, DeliveryCount: 1}
+			g.PEL.Insert(nk)
+			pending = true
+		}
+		if !pending {
+			continue
+		}
+		if nk.Consumer != nil && minIdle != 0 && now-nk.DeliveryTime < minIdle {
+			continue
+		}
+		if nk.Consumer != c {
+			if nk.Consumer != nil {
+				nk.Consumer.PEL.Delete(id)
+			}
+			c.PEL.Insert(nk)
+			nk.Consumer = c
+		}
+		nk.DeliveryTime = delivery
+		if retry >= 0 {
+			nk.DeliveryCount = uint64(retry)
+		} else if !justid {
+			nk.DeliveryCount++
+		}
+		if justid {
+			out = append(out, idBulk(id))
+		} else {
+			out = append(out, entryReply(id, fields))
+		}
+		c.ActiveTime = now
+	}
+	return out
+}
+
+// ---- XAUTOCLAIM -----------------------------------------------------------
+
+type xautoclaimArgs struct {
+	minIdle int64
+	start   ID
+	count   int64
+	justid  bool
+}
+
+func xautoclaimSyntax(argv [][]byte) (xautoclaimArgs, *Error) {
+	a := xautoclaimArgs{count: 100}
+	if err := arityMin(argv, 6, "xautoclaim"); err != nil {
+		return a, err
+	}
+	v, err := cgArgInt(argv[4], "Invalid min-idle-time argument for XAUTOCLAIM")
+	if err != nil {
+		return a, err
+	}
+	if v < 0 {
+		v = 0
+	}
+	a.minIdle = v
+	if a.start, err = cgParseIntervalStart(argv[5]); err != nil {
+		return a, err
+	}
+	const attemptsFactor = 10
+	const maxCount = (1<<63 - 1) / 16 // LONG_MAX / max(sizeof(streamID), attempts factor)
+	for j := 6; j < len(argv); j++ {
+		more := len(argv) - 1 - j
+		switch {
+		case eqFold(argv[j], "COUNT") && more > 0:
+			c, ok := cgParseLL(argv[j+1])
+			if !ok || c < 1 || c > maxCount {
+				return a, Errorf("ERR COUNT must be > 0")
+			}
+			a.count = c
+			j++
+		case eqFold(argv[j], "JUSTID"):
+			a.justid = true
+		default:
+			return a, ErrSyntax
+		}
+	}
+	_ = attemptsFactor
+	return a, nil
+}
+
+func cmdXAutoClaim(e *Engine, now int64, argv [][]byte) Reply {
+	a, err := xautoclaimSyntax(argv)
+	if err != nil {
+		return err
+	}
+	s, werr := e.lookupStream(argv[1])
+	if werr != nil {
+		return werr
+	}
+	var g *Group
+	if s != nil {
+		g = s.lookupGroup(argv[2])
+	}
+	if g == nil {
+		return noGroupKeyErr(argv[1], argv[2])
+	}
+	c, _ := g.lookupOrCreateConsumer(argv[3], now)
+	c.SeenTime = now
+
+	attempts := a.count * 10
+	count := a.count
+	claimed := Array{}
+	deleted := Array{}
+	cu := g.PEL.Seek(a.start)
+	var next *NACK
+	exhausted := false
+	for attempts > 0 && count > 0 {
+		attempts--
+		nk, ok := cu.Next()
+		if !ok {
+			exhausted = true
+			break
+		}
+		fields, exists := s.Lookup(nk.ID)
+		if !exists {
+			g.PEL.Delete(nk.ID)
+			nk.Consumer.PEL.Delete(nk.ID)
+			deleted = append(deleted, idBulk(nk.ID))
+			cu = g.PEL.Seek(nk.ID)
+			count--
+			continue
+		}
+		if a.minIdle != 0 && now-nk.DeliveryTime < a.minIdle {
+			continue
+		}
+		if nk.Consumer != c {
+			nk.Consumer.PEL.Delete(nk.ID)
+			c.PEL.Insert(nk)
+			nk.Consumer = c
+		}
+		nk.DeliveryTime = now
+		if !a.justid {
+			nk.DeliveryCount++
+		}
+		if a.justid {
+			claimed = append(claimed, idBulk(nk.ID))
+		} else {
+			claimed = append(claimed, entryReply(nk.ID, fields))
+		}
+		count--
+		c.ActiveTime = now
+	}
+	cursor := ID{}
+	if !exhausted {
+		if nk, ok := cu.Next(); ok {
+			next = nk
+		}
+	}
+	if next != nil {
+		cursor = next.ID
+	}
+	return Array{idBulk(cursor), claimed, deleted}
+}
+
+// ---- argument parsing shared by the consumer-group commands ----------------
+
+// Argument parsing shared by the consumer-group commands, with Redis's exact
+// rules and error replies.
+
+// cgParseLL parses a signed 64-bit decimal as Redis's string2ll does: an
+// optional '-', no '+', no spaces, no leading zeros, no overflow.
+func cgParseLL(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 20 {
+		return 0, false
+	}
+	if len(b) == 1 && b[0] == '0' {
+		return 0, true
+	}
+	neg := false
+	p := b
+	if p[0] == '-' {
+		neg = true
+		p = p[1:]
+		if len(p) == 0 {
+			return 0, false
+		}
+	}
+	if p[0] < '1' || p[0] > '9' {
+		return 0, false
+	}
+	var v uint64
+	for _, c := range p {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		if v > (^uint64(0))/10 {
+			return 0, false
+		}
+		v *= 10
+		if v > ^uint64(0)-uint64(c-'0') {
+			return 0, false
+		}
+		v += uint64(c - '0')
+	}
+	if neg {
+		if v > 1<<63 {
+			return 0, false
+		}
+		return -int64(v), true
+	}
+	if v > 1<<63-1 {
+		return 0, false
+	}
+	return int64(v), true
+}
+
+// cgArgInt is getLongLongFromObjectOrReply: msg, if not empty, replaces the
+// default "value is not an integer" error (it is the text after "ERR ").
+func cgArgInt(b []byte, msg string) (int64, *Error) {
+	v, ok := cgParseLL(b)
+	if !ok {
+		if msg != "" {
+			return 0, &Error{Msg: "ERR " + msg}
+		}
+		return 0, ErrNotInteger
+	}
+	return v, nil
+}
+
+// cgParseStrictID is streamParseStrictIDOrReply: like ParseID but "-" and
+// "+" are invalid.
+func cgParseStrictID(b []byte, missingSeq uint64) (ID, *Error) {
+	if len(b) == 1 && (b[0] == '-' || b[0] == '+') {
+		return ID{}, ErrInvalidStreamID
+	}
+	id, err := ParseID(b, missingSeq)
+	if err != nil {
+		return ID{}, ErrInvalidStreamID
+	}
+	return id, nil
+}
+
+// cgParseID is streamParseIDOrReply ("-" and "+" allowed).
+func cgParseID(b []byte, missingSeq uint64) (ID, *Error) {
+	id, err := ParseID(b, missingSeq)
+	if err != nil {
+		return ID{}, ErrInvalidStreamID
+	}
+	return id, nil
+}
+
+var (
+	errCGInvalidStart = &Error{Msg: "ERR invalid start ID for the interval"}
+	errCGInvalidEnd   = &Error{Msg: "ERR invalid end ID for the interval"}
+)
+
+// cgParseIntervalStart parses a range start that may be exclusive ("(id").
+func cgParseIntervalStart(b []byte) (ID, *Error) {
+	if len(b) > 1 && b[0] == '(' {
+		id, err := cgParseStrictID(b[1:], 0)
+		if err != nil {
+			return ID{}, err
+		}
+		next, ok := id.Incr()
+		if !ok {
+			return ID{}, errCGInvalidStart
+		}
+		return next, nil
+	}
+	return cgParseID(b, 0)
+}
+
+// cgParseIntervalEnd parses a range end that may be exclusive ("(id").
+func cgParseIntervalEnd(b []byte) (ID, *Error) {
+	if len(b) > 1 && b[0] == '(' {
+		id, err := cgParseStrictID(b[1:], ^uint64(0))
+		if err != nil {
+			return ID{}, err
+		}
+		prev, ok := id.Decr()
+		if !ok {
+			return ID{}, errCGInvalidEnd
+		}
+		return prev, nil
+	}
+	return cgParseID(b, ^uint64(0))
+}
+
+// subcommandSyntaxError is addReplySubcommandSyntaxError.
+func subcommandSyntaxError(argv [][]byte) *Error {
+	return Errorf("ERR unknown subcommand or wrong number of arguments for '%.128s'. Try %s HELP.",
+		argv[1], bytes.ToUpper(argv[0]))
+}
+
+// unknownSubcommand is the command table's reply for a container command's
+// unknown subcommand.
+func unknownSubcommand(argv [][]byte) *Error {
+	return Errorf("ERR unknown subcommand '%.128s'. Try %s HELP.", argv[1], bytes.ToUpper(argv[0]))
+}
+
+// helpReply is addReplyHelp: a header, the lines, and the HELP footer, all
+// status replies.
+func helpReply(cmd []byte, lines []string) Reply {
+	out := make(Array, 0, len(lines)+3)
+	out = append(out, SimpleString(string(bytes.ToUpper(cmd))+" <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"))
+	for _, l := range lines {
+		out = append(out, SimpleString(l))
+	}
+	return append(out, SimpleString("HELP"), SimpleString("    Print this help."))
+}
+
+// idBulk is addReplyStreamID.
+func idBulk(id ID) BulkString { return BulkString(id.Append(nil)) }
+
+// entryReply is one stream entry as Redis emits it: [id, [field, value ...]].
+// The field bytes are copied: the storage may reuse them.
+func entryReply(id ID, fields [][]byte) Reply {
+	fa := make(Array, len(fields))
+	for i, f := range fields {
+		fa[i] = BulkString(bytes.Clone(f))
+	}
+	return Array{idBulk(id), fa}
+}
+
+// lastValidID is streamLastValidID: the ID of the last live entry.
+func (s *Stream) lastValidID() (ID, bool) {
+	it := s.Iter(MinID, MaxID, true)
+	if it.Next() {
+		return it.ID, true
+	}
+	return ID{}, false
+}

@@ -1,0 +1,657 @@
+package engine_test
+
+// Differential tests of the consumer-group commands against redis-server.
+//
+// Masking (why and how): the engine's clock is the harness's fixed `now`
+// while redis uses its wall clock, and the installed redis is 7.0 while the
+// engine implements 7.4. Before comparing, both replies are parsed and
+// normalised by groupMask:
+//   - XPENDING extended form: the idle time (element 3 of each entry) is
+//     replaced by "<t>".
+//   - XINFO CONSUMERS: "idle" is replaced by "<t>"; "inactive" (added in
+//     7.2) is dropped from the engine's reply (TestGroupInfoTimes checks it).
+//   - XINFO STREAM FULL: each group's pending delivery times and each
+//     consumer's "seen-time" and pending delivery times become "<t>";
+//     "active-time" (added in 7.2) is dropped from the engine's reply.
+//   - XGROUP/XINFO HELP: the footer line ("Prints this help." in 7.0,
+//     "Print this help." in 7.4) is masked.
+// Everything else, including every error string and the order of fields, is
+// compared exactly. Time-dependent behaviour (IDLE filters, min-idle-time) is
+// exercised with values both sides agree on: 0, a huge minimum that matches
+// nothing, or idle times set explicitly with XCLAIM IDLE/TIME.
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// respNode is a parsed RESP value.
+type respNode struct {
+	typ  byte
+	str  string
+	kids []*respNode
+}
+
+func parseRESP(b []byte) (*respNode, error) {
+	r := bufio.NewReader(bytes.NewReader(b))
+	n, err := readRESP(r)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := r.ReadByte(); err == nil {
+		return nil, fmt.Errorf("trailing bytes in %q", b)
+	}
+	return n, nil
+}
+
+func readRESP(r *bufio.Reader) (*respNode, error) {
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return nil, err
+	}
+	line = strings.TrimSuffix(line, "\r\n")
+	if line == "" {
+		return nil, fmt.Errorf("empty line")
+	}
+	n := &respNode{typ: line[0]}
+	switch line[0] {
+	case '+', '-', ':', '_', ',', '#', '(':
+		n.str = line[1:]
+	case '$', '=', '!':
+		l, err := strconv.Atoi(line[1:])
+		if err != nil {
+			return nil, err
+		}
+		if l < 0 {
+			n.str = "<nil>"
+			return n, nil
+		}
+		buf := make([]byte, l+2)
+		if _, err := ioReadFull(r, buf); err != nil {
+			return nil, err
+		}
+		n.str = string(buf[:l])
+	case '*', '%', '~', '>':
+		l, err := strconv.Atoi(line[1:])
+		if err != nil {
+			return nil, err
+		}
+		if l < 0 {
+			n.str = "<nil>"
+			return n, nil
+		}
+		if line[0] == '%' {
+			l *= 2
+		}
+		for i := 0; i < l; i++ {
+			k, err := readRESP(r)
+			if err != nil {
+				return nil, err
+			}
+			n.kids = append(n.kids, k)
+		}
+	default:
+		return nil, fmt.Errorf("bad RESP line %q", line)
+	}
+	return n, nil
+}
+
+func ioReadFull(r *bufio.Reader, buf []byte) (int, error) {
+	n := 0
+	for n < len(buf) {
+		m, err := r.Read(buf[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+func (n *respNode) String() string {
+	if n == nil {
+		return "<missing>"
+	}
+	if n.kids == nil && n.typ != '*' && n.typ != '%' && n.typ != '~' {
+		return string(n.typ) + n.str
+	}
+	var b strings.Builder
+	b.WriteByte(n.typ)
+	b.WriteByte('[')
+	for i, k := range n.kids {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(k.String())
+	}
+	b.WriteByte(']')
+	return b.String()
+}
+
+var maskedTime = &respNode{typ: '<', str: "t>"}
+
+// mapGet returns the value after key in a map-shaped node (RESP2 flat array
+// or RESP3 map), or nil.
+func mapGet(n *respNode, key string) *respNode {
+	for i := 0; i+1 < len(n.kids); i += 2 {
+		if n.kids[i].str == key {
+			return n.kids[i+1]
+		}
+	}
+	return nil
+}
+
+func mapMask(n *respNode, key string) {
+	for i := 0; i+1 < len(n.kids); i += 2 {
+		if n.kids[i].str == key {
+			n.kids[i+1] = maskedTime
+		}
+	}
+}
+
+func mapDrop(n *respNode, key string) {
+	for i := 0; i+1 < len(n.kids); i += 2 {
+		if n.kids[i].str == key {
+			n.kids = append(n.kids[:i:i], n.kids[i+2:]...)
+			return
+		}
+	}
+}
+
+// groupMask normalises a reply of cmd as documented at the top of the file.
+// engineSide says whether n is the engine's reply (7.4-only fields dropped).
+func groupMask(cmd []string, n *respNode, engineSide bool) {
+	if n.typ == '-' || len(cmd) < 2 {
+		return
+	}
+	name := strings.ToUpper(cmd[0])
+	sub := strings.ToUpper(cmd[1])
+	switch {
+	case name == "XPENDING" && len(cmd) > 3:
+		for _, e := range n.kids {
+			if len(e.kids) == 4 {
+				e.kids[2] = maskedTime
+			}
+		}
+	case name == "XINFO" && sub == "CONSUMERS":
+		for _, c := range n.kids {
+			mapMask(c, "idle")
+			if engineSide {
+				mapDrop(c, "inactive")
+			}
+		}
+	case name == "XINFO" && sub == "STREAM" && len(cmd) > 3:
+		groups := mapGet(n, "groups")
+		if groups == nil {
+			return
+		}
+		for _, g := range groups.kids {
+			if p := mapGet(g, "pending"); p != nil {
+				for _, e := range p.kids {
+					e.kids[2] = maskedTime
+				}
+			}
+			if cs := mapGet(g, "consumers"); cs != nil {
+				for _, c := range cs.kids {
+					mapMask(c, "seen-time")
+					if engineSide {
+						mapDrop(c, "active-time")
+					}
+					if p := mapGet(c, "pending"); p != nil {
+						for _, e := range p.kids {
+							e.kids[1] = maskedTime
+						}
+					}
+				}
+			}
+		}
+	case (name == "XINFO" || name == "XGROUP") && sub == "HELP":
+		if len(n.kids) > 0 {
+			n.kids[len(n.kids)-1] = maskedTime
+		}
+	}
+}
+
+// runGroupDiff runs cmds on redis at addr and on a fresh engine, in RESP2
+// and RESP3, comparing the masked replies; it fails at the first difference.
+func runGroupDiff(t *testing.T, addr string, cmds [][]string) {
+	t.Helper()
+	for _, proto := range []int{2, 3} {
+		d := newDiffSession(t, addr, proto)
+		for i, cmd := range cmds {
+			want, got, compare := d.do(cmd)
+			if !compare {
+				continue
+			}
+			wn, err := parseRESP(want)
+			if err != nil {
+				t.Fatalf("parse redis reply %q: %v", want, err)
+			}
+			gn, err := parseRESP(got)
+			if err != nil {
+				t.Fatalf("parse engine reply %q: %v", got, err)
+			}
+			groupMask(cmd, wn, false)
+			groupMask(cmd, gn, true)
+			if wn.String() != gn.String() {
+				t.Fatalf("RESP%d step %d %q:\nredis:  %s\nengine: %s\nraw redis:  %q\nraw engine: %q",
+					proto, i, cmd, wn, gn, want, got)
+			}
+		}
+	}
+}
+
+// TestGroupMaskDetectsDifferences guards the masking comparator: it must
+// still see a differing delivery count and a differing consumer name.
+func TestGroupMaskDetectsDifferences(t *testing.T) {
+	cmd := []string{"XPENDING", "k", "g", "-", "+", "10"}
+	a, _ := parseRESP([]byte("*1\r\n*4\r\n$3\r\n1-1\r\n$1\r\nc\r\n:5\r\n:1\r\n"))
+	b, _ := parseRESP([]byte("*1\r\n*4\r\n$3\r\n1-1\r\n$1\r\nc\r\n:9\r\n:2\r\n"))
+	c, _ := parseRESP([]byte("*1\r\n*4\r\n$3\r\n1-1\r\n$1\r\nd\r\n:5\r\n:1\r\n"))
+	for _, n := range []*respNode{a, b, c} {
+		groupMask(cmd, n, false)
+	}
+	if a.String() == b.String() || a.String() == c.String() {
+		t.Fatalf("masking hides real differences: %s / %s / %s", a, b, c)
+	}
+	d, _ := parseRESP([]byte("*1\r\n*4\r\n$3\r\n1-1\r\n$1\r\nc\r\n:7\r\n:1\r\n"))
+	groupMask(cmd, d, false)
+	if a.String() != d.String() {
+		t.Fatalf("idle time not masked: %s / %s", a, d)
+	}
+}
+
+// groupScripts are the differential scripts, by name. Explicit IDs only
+// (XADD * differs by clock).
+var groupScripts = map[string][]string{
+	"xgroup_create": {
+		"XGROUP CREATE s g $",
+		"XGROUP CREATE s g $ MKSTREAM",
+		"XGROUP CREATE s g $ MKSTREAM",
+		"XGROUP CREATE s g2 0",
+		"XGROUP CREATE s g3 -",
+		"XGROUP CREATE s g3 +",
+		"XGROUP CREATE s g3 abc",
+		"XGROUP CREATE s g3 5",
+		"XGROUP CREATE s g4 5-5 ENTRIESREAD 3",
+		"XGROUP CREATE s g5 5-5 ENTRIESREAD -1",
+		"XGROUP CREATE s g5 5-5 ENTRIESREAD -2",
+		"XGROUP CREATE s g5 5-5 ENTRIESREAD x",
+		"XGROUP CREATE s g5 5-5 ENTRIESREAD",
+		"XGROUP CREATE s g5 5-5 FOO",
+		"XGROUP CREATE s g5 5-5 MKSTREAM ENTRIESREAD 2 MKSTREAM",
+		"XGROUP CREATE s g6 $ mkstream entriesread 7",
+		"XINFO GROUPS s",
+		"XADD s 1-1 a 1",
+		"XADD s 2-1 b 2",
+		"XGROUP CREATE s g7 $",
+		"XGROUP CREATE s g8 0-0",
+		"XGROUP CREATE s g9 1-1",
+		"XINFO GROUPS s",
+		"XINFO STREAM s",
+		"SET str x",
+		"XGROUP CREATE str g $",
+		"XGROUP CREATE str g $ MKSTREAM",
+		"XGROUP CREATE nokey g $ MKSTREAM ENTRIESREAD -5",
+		"EXISTS nokey",
+		"XGROUP CREATE nokey g bad MKSTREAM",
+		"EXISTS nokey",
+		"XGROUP CREATE",
+		"XGROUP CREATE s",
+		"XGROUP CREATE s g",
+		"XGROUP FOO s g",
+		"XGROUP HELP",
+		"XGROUP HELP x",
+		"XGROUP help",
+	},
+	"xgroup_other": {
+		"XADD s 1-1 a 1",
+		"XADD s 2-1 b 2",
+		"XGROUP CREATE s g 0",
+		"XGROUP SETID s g 1-1",
+		"XGROUP SETID s nog 1-1",
+		"XGROUP SETID nokey g 1-1",
+		"XGROUP SETID s g $",
+		"XINFO GROUPS s",
+		"XGROUP SETID s g - ENTRIESREAD 0",
+		"XINFO GROUPS s",
+		"XGROUP SETID s g + ",
+		"XGROUP SETID s g 1-1 ENTRIESREAD 1",
+		"XINFO GROUPS s",
+		"XGROUP SETID s g 1-1 MKSTREAM",
+		"XGROUP SETID s g 1-1 ENTRIESREAD",
+		"XGROUP SETID s g 1-1 ENTRIESREAD 1 x",
+		"XGROUP SETID s g bad",
+		"XGROUP CREATECONSUMER s g alice",
+		"XGROUP CREATECONSUMER s g alice",
+		"XGROUP CREATECONSUMER s g bob",
+		"XGROUP CREATECONSUMER s nog bob",
+		"XGROUP CREATECONSUMER nokey g bob",
+		"XGROUP CREATECONSUMER s g",
+		"XGROUP CREATECONSUMER s g a b",
+		"XINFO CONSUMERS s g",
+		"XREADGROUP GROUP g alice STREAMS s 0",
+		"XGROUP SETID s g 0",
+		"XREADGROUP GROUP g alice STREAMS s >",
+		"XGROUP DELCONSUMER s g alice",
+		"XGROUP DELCONSUMER s g alice",
+		"XGROUP DELCONSUMER s nog alice",
+		"XGROUP DELCONSUMER s g",
+		"XPENDING s g",
+		"XINFO CONSUMERS s g",
+		"XGROUP DESTROY s g",
+		"XGROUP DESTROY s g",
+		"XGROUP DESTROY nokey g",
+		"XGROUP DESTROY s g x",
+		"XINFO GROUPS s",
+		"SET str x",
+		"XGROUP DESTROY str g",
+		"XGROUP SETID str g 0",
+	},
+	"xreadgroup_basic": {
+		"XADD s 1-1 a 1",
+		"XADD s 2-1 b 2 c 3",
+		"XADD s 3-1 d 4",
+		"XREADGROUP GROUP g c STREAMS s >",
+		"XGROUP CREATE s g 0",
+		"XREADGROUP GROUP g c COUNT 1 STREAMS s >",
+		"XREADGROUP GROUP g c STREAMS s 0",
+		"XREADGROUP GROUP g c2 COUNT 0 STREAMS s >",
+		"XREADGROUP GROUP g c2 STREAMS s >",
+		"XREADGROUP GROUP g c2 BLOCK 10 STREAMS s >",
+		"XREADGROUP GROUP g c2 STREAMS s 0",
+		"XREADGROUP GROUP g c2 COUNT 1 STREAMS s 0",
+		"XREADGROUP GROUP g c2 COUNT 1 STREAMS s 2-1",
+		"XREADGROUP GROUP g c2 COUNT -5 STREAMS s 1",
+		"XREADGROUP GROUP g c3 STREAMS s 0",
+		"XPENDING s g",
+		"XPENDING s g - + 10",
+		"XINFO GROUPS s",
+		"XINFO CONSUMERS s g",
+		"XINFO STREAM s FULL",
+		"XADD s 4-1 e 5",
+		"XADD t 1-1 x y",
+		"XGROUP CREATE t g $",
+		"XREADGROUP GROUP g c STREAMS s t > >",
+		"XADD t 2-1 x z",
+		"XREADGROUP GROUP g c STREAMS s t > >",
+		"XREADGROUP GROUP g c STREAMS t s 0 0",
+		"XREADGROUP GROUP g c STREAMS s s > 0",
+		"XREADGROUP GROUP g c STREAMS s $",
+		"XREADGROUP GROUP g c STREAMS s +",
+		"XREADGROUP GROUP g c STREAMS s bad",
+		"XREADGROUP GROUP g c STREAMS s -",
+		"XREADGROUP GROUP g c STREAMS s nokey > >",
+		"XREADGROUP GROUP g c STREAMS nokey s > >",
+		"XREADGROUP GROUP nog c STREAMS s >",
+		"XREADGROUP GROUP g c STREAMS s t >",
+		"XREADGROUP GROUP g c s >",
+		"XREADGROUP GROUP g c COUNT x STREAMS s >",
+		"XREADGROUP GROUP g c BLOCK x STREAMS s >",
+		"XREADGROUP GROUP g c BLOCK -1 STREAMS s >",
+		"XREADGROUP GROUP g c FOO STREAMS s >",
+		"XREADGROUP COUNT 1 STREAMS s > x y",
+		"XREADGROUP GROUP g STREAMS s >",
+		"XREADGROUP GROUP g c STREAMS s",
+		"SET str x",
+		"XREADGROUP GROUP g c STREAMS str >",
+		"XREADGROUP GROUP g c STREAMS s str > >",
+		"XREADGROUP GROUP g c NOACK STREAMS s 0",
+		"XINFO STREAM s FULL COUNT 2",
+	},
+	"xreadgroup_noack_history": {
+		"XADD s 1-1 a 1",
+		"XADD s 2-1 b 2",
+		"XADD s 3-1 c 3",
+		"XGROUP CREATE s g 0",
+		"XREADGROUP GROUP g n NOACK STREAMS s >",
+		"XPENDING s g",
+		"XINFO GROUPS s",
+		"XINFO CONSUMERS s g",
+		"XREADGROUP GROUP g n STREAMS s 0",
+		"XGROUP SETID s g 0",
+		"XREADGROUP GROUP g a COUNT 2 STREAMS s >",
+		"XGROUP SETID s g 0",
+		"XREADGROUP GROUP g b COUNT 1 STREAMS s >",
+		"XPENDING s g - + 10",
+		"XREADGROUP GROUP g b NOACK STREAMS s >",
+		"XPENDING s g - + 10",
+		"XDEL s 1-1",
+		"XREADGROUP GROUP g b STREAMS s 0",
+		"XREADGROUP GROUP g a STREAMS s 0",
+		"XPENDING s g - + 10",
+		"XINFO STREAM s FULL",
+		"XTRIM s MAXLEN 0",
+		"XREADGROUP GROUP g a STREAMS s 0",
+		"XREADGROUP GROUP g a STREAMS s >",
+		"XINFO GROUPS s",
+		"XINFO STREAM s",
+	},
+	"xack": {
+		"XACK s g 1-1",
+		"XACK s g bad",
+		"XADD s 1-1 a 1",
+		"XADD s 2-1 b 2",
+		"XADD s 3-1 c 3",
+		"XACK s g bad",
+		"XGROUP CREATE s g 0",
+		"XREADGROUP GROUP g c STREAMS s >",
+		"XACK s g bad",
+		"XACK s g 1-1 bad",
+		"XACK s g -",
+		"XACK s g 1-1 1-1 9-9",
+		"XACK s g 1",
+		"XPENDING s g",
+		"XACK s g 2 3-1",
+		"XPENDING s g",
+		"XACK s nog 1-1",
+		"SET str x",
+		"XACK str g 1-1",
+		"XACK s g",
+	},
+	"xpending": {
+		"XPENDING s g",
+		"XPENDING s g - + 10",
+		"XADD s 1-1 a 1",
+		"XADD s 2-1 b 2",
+		"XADD s 3-1 c 3",
+		"XADD s 4-1 d 4",
+		"XPENDING s g",
+		"XGROUP CREATE s g 0",
+		"XPENDING s g",
+		"XREADGROUP GROUP g a COUNT 1 STREAMS s >",
+		"XREADGROUP GROUP g b COUNT 2 STREAMS s >",
+		"XREADGROUP GROUP g c COUNT 1 STREAMS s >",
+		"XGROUP CREATECONSUMER s g d",
+		"XPENDING s g",
+		"XPENDING s g - + 10",
+		"XPENDING s g - + 2",
+		"XPENDING s g - + 0",
+		"XPENDING s g - + -3",
+		"XPENDING s g (1-1 + 10",
+		"XPENDING s g - (4-1 10",
+		"XPENDING s g 2 3 10",
+		"XPENDING s g 3 2 10",
+		"XPENDING s g - + 10 b",
+		"XPENDING s g - + 1 b",
+		"XPENDING s g - + 10 d",
+		"XPENDING s g - + 10 nobody",
+		"XPENDING s g IDLE 0 - + 10",
+		"XPENDING s g IDLE 3600000 - + 10",
+		"XPENDING s g IDLE -5 - + 10",
+		"XPENDING s g IDLE 0 - + 10 b",
+		"XPENDING s g IDLE 3600000 - + 10 b",
+		"XPENDING s g IDLE x - + 10",
+		"XPENDING s g IDLE 5 - +",
+		"XPENDING s g IDLE 5 - + x",
+		"XPENDING s g - + x",
+		"XPENDING s g bad + 10",
+		"XPENDING s g - bad 10",
+		"XPENDING s g (- + 10",
+		"XPENDING s g - (+ 10",
+		"XPENDING s g (18446744073709551615-18446744073709551615 + 10",
+		"XPENDING s g - (0-0 10",
+		"XPENDING s g - + 10 b extra",
+		"XPENDING s g - + 10 b extra more",
+		"XPENDING s g - +",
+		"XPENDING s g -",
+		"XPENDING s nog",
+		"XPENDING nokey g",
+		"XPENDING nokey g bad + 10",
+		"SET str x",
+		"XPENDING str g",
+		"XPENDING s",
+		"XCLAIM s g a 0 2-1 IDLE 500000",
+		"XPENDING s g IDLE 100000 - + 10",
+		"XPENDING s g IDLE 100000 - + 10 b",
+		"XPENDING s g IDLE 100000 - + 10 a",
+	},
+	"xclaim": {
+		"XCLAIM s g c 0 1-1",
+		"XADD s 1-1 a 1",
+		"XADD s 2-1 b 2",
+		"XADD s 3-1 c 3",
+		"XADD s 4-1 d 4",
+		"XCLAIM s g c 0 1-1",
+		"XGROUP CREATE s g 0",
+		"XCLAIM s g c 0 1-1",
+		"XINFO CONSUMERS s g",
+		"XREADGROUP GROUP g a STREAMS s >",
+		"XCLAIM s g b 0 1-1",
+		"XCLAIM s g b 3600000 2-1",
+		"XCLAIM s g b 0 2-1 JUSTID",
+		"XCLAIM s g b 0 3-1 RETRYCOUNT 7",
+		"XCLAIM s g b 0 3-1 RETRYCOUNT -1",
+		"XCLAIM s g b 0 4-1 IDLE 1000 TIME 5000",
+		"XCLAIM s g b 0 4-1 TIME 99999999999999999",
+		"XCLAIM s g b -5 4-1 JUSTID RETRYCOUNT 0",
+		"XPENDING s g - + 10",
+		"XINFO STREAM s FULL",
+		"XCLAIM s g a 0 9-9 FORCE",
+		"XCLAIM s g a 0 1-1 2-1 FORCE",
+		"XACK s g 1-1",
+		"XCLAIM s g a 0 1-1 FORCE JUSTID",
+		"XPENDING s g - + 10",
+		"XACK s g 1-1",
+		"XCLAIM s g a 0 1-1 FORCE",
+		"XPENDING s g - + 10",
+		"XDEL s 2-1",
+		"XCLAIM s g a 0 2-1 3-1",
+		"XPENDING s g - + 10",
+		"XCLAIM s g a 0 2-1 FORCE",
+		"XCLAIM s g a 0 3-1 LASTID 10-0",
+		"XINFO GROUPS s",
+		"XCLAIM s g a 0 3-1 LASTID 1-0",
+		"XINFO GROUPS s",
+		"XCLAIM s g a 0 3-1 LASTID bad",
+		"XCLAIM s g a 0 3-1 LASTID",
+		"XCLAIM s g a x 3-1",
+		"XCLAIM s g a 0 3-1 IDLE x",
+		"XCLAIM s g a 0 3-1 TIME x",
+		"XCLAIM s g a 0 3-1 RETRYCOUNT x",
+		"XCLAIM s g a 0 3-1 FOO",
+		"XCLAIM s g a 0 3-1 JUSTID 4-1",
+		"XCLAIM s g a 0 bad",
+		"XCLAIM s g a 0 -",
+		"XCLAIM s g newc 0 FORCE",
+		"XINFO CONSUMERS s g",
+		"XCLAIM s nog a 0 3-1",
+		"XCLAIM nokey g a 0 3-1",
+		"XCLAIM nokey g a bad 3-1",
+		"SET str x",
+		"XCLAIM str g a 0 3-1",
+		"XCLAIM s g a 0",
+		"XPENDING s g",
+	},
+	"xautoclaim": {
+		"XAUTOCLAIM s g c 0 0",
+		"XAUTOCLAIM s g c x 0",
+		"XAUTOCLAIM s g c 0 bad",
+		"XAUTOCLAIM s g c 0 0 COUNT 0",
+		"XAUTOCLAIM s g c 0 0 COUNT x",
+		"XAUTOCLAIM s g c 0 0 COUNT",
+		"XAUTOCLAIM s g c 0 0 FOO",
+		"XAUTOCLAIM s g c 0 (18446744073709551615-18446744073709551615",
+		"XAUTOCLAIM s g c 0 0 COUNT 1152921504606846976",
+		"XAUTOCLAIM s g c 0 0 COUNT 576460752303423487",
+		"XADD s 1-1 a 1",
+		"XADD s 2-1 b 2",
+		"XADD s 3-1 c 3",
+		"XADD s 4-1 d 4",
+		"XADD s 5-1 e 5",
+		"XAUTOCLAIM s g c 0 0",
+		"XGROUP CREATE s g 0",
+		"XAUTOCLAIM s g c 0 0",
+		"XREADGROUP GROUP g a STREAMS s >",
+		"XAUTOCLAIM s g b 0 0 COUNT 2",
+		"XAUTOCLAIM s g b 0 3-1 COUNT 2 JUSTID",
+		"XAUTOCLAIM s g b 0 (3-1 COUNT 10",
+		"XAUTOCLAIM s g b 3600000 0",
+		"XAUTOCLAIM s g b -1 0 JUSTID",
+		"XPENDING s g - + 10",
+		"XDEL s 2-1 4-1",
+		"XAUTOCLAIM s g c 0 0 COUNT 1",
+		"XAUTOCLAIM s g c 0 0 COUNT 2",
+		"XPENDING s g - + 10",
+		"XAUTOCLAIM s g c 0 0 COUNT 10",
+		"XREADGROUP GROUP g a STREAMS s 0",
+		"XTRIM s MAXLEN 0",
+		"XAUTOCLAIM s g d 0 - JUSTID",
+		"XPENDING s g",
+		"XINFO CONSUMERS s g",
+		"XAUTOCLAIM s nog c 0 0",
+		"SET str x",
+		"XAUTOCLAIM str g c 0 0",
+		"XAUTOCLAIM s g c 0",
+	},
+	"xinfo": {
+		"XINFO STREAM s",
+		"XINFO GROUPS s",
+		"XINFO CONSUMERS s g",
+		"XGROUP CREATE s g $ MKSTREAM",
+		"XINFO STREAM s",
+		"XINFO STREAM s FULL",
+		"XINFO GROUPS s",
+		"XINFO CONSUMERS s g",
+		"XINFO CONSUMERS s nog",
+		"XADD s 1-1 a 1",
+		"XADD s 2-1 b 2",
+		"XADD s 3-1 c 3",
+		"XADD s 4-1 d 4",
+		"XINFO STREAM s",
+		"XINFO STREAM s FULL",
+		"XINFO STREAM s full count 1",
+		"XINFO STREAM s FULL COUNT 0",
+		"XINFO STREAM s FULL COUNT -1",
+		"XINFO STREAM s FULL COUNT x",
+		"XINFO STREAM s FULL COUNT",
+		"XINFO STREAM s FULL X 1",
+		"XINFO STREAM s PARTIAL",
+		"XINFO STREAM s FULL COUNT 1 2",
+		"XINFO GROUPS s x",
+		"XINFO CONSUMERS s",
+		"XINFO FOO s",
+		"XINFO HELP",
+		"XINFO HELP x",
+		"XINFO",
+		"XINFO STREAM",
+		"XINFO GROUPS nokey",
+		"SET str x",
+		"XINFO STREAM str",
+		"XINFO GROUPS str",
+		"XINFO CONSUMERS str g",
+	},
+}
+
+// TestDiffGroupScripts runs every script in groupScripts against one
+// redis-server.
+func TestDiffGroupScripts(t *testing.T) {
+	addr := newDiffRedis(t)
+	for name, lines := range groupScripts {
+		t.Run(name, func(t *testing.T) { runGroupDiff(t, addr, script(lines...)) })
+	}
+}
