@@ -1,0 +1,261 @@
+package checker
+
+import (
+	"bytes"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/raftstream/raftstream/jepsen/history"
+)
+
+// Linearizable checks each stream for linearizability with porcupine. The
+// model is an append-only list of (ID, value):
+//
+//   - append(value) → id: an ok xadd/xadd-idmp; the list grows by (id, value)
+//     and id must exceed the last known ID in the list. An info (unknown
+//     outcome) append has no output and stays concurrent with everything
+//     after its invocation, so porcupine may place it anywhere after that,
+//     including after the last read (as if it never happened). Its ID is
+//     unknown until a read shows it.
+//   - read-all → list: an ok full read (XRANGE - +, XREAD from 0); it must
+//     equal the list, value for value, and ID for ID where the list knows the
+//     ID; IDs it shows for unknown-outcome appends are learned.
+//
+// Failed operations and reads without a result are left out; xadd-idmp
+// retries of a value already in the list are modeled as no-ops returning the
+// first ID. Streams are checked one by one so an Illegal verdict names the
+// key; the porcupine visualization of each failing key is returned in
+// Result.Files as linear-<key>.html. With Options.Trims the model does not
+// apply (trims remove entries); the checker then says Unknown.
+func Linearizable(in *Input) Result {
+	if in.Options.Trims {
+		return verdict("linearizable", nil, true, []string{"the append-only model does not apply to a trimmed workload"})
+	}
+	timeout := in.Options.LinearTimeout
+	if timeout == 0 {
+		timeout = 10 * time.Second
+	}
+	keys, m := byKey(in.Ops, func(o *history.Op) bool {
+		return (o.F.IsWrite() && o.Type != history.Fail) || (isRead(o) && o.Type == history.OK && o.Value.Full)
+	})
+	var as []Anomaly
+	var notes []string
+	unknown := false
+	files := map[string][]byte{}
+	for _, k := range keys {
+		ops := m[k]
+		hist := make([]porcupine.Operation, len(ops))
+		for i, o := range ops {
+			ret := o.Return
+			if o.Type != history.OK {
+				ret = math.MaxInt64
+			}
+			var out any
+			if o.Type == history.OK {
+				out = linOutput{ID: o.Value.ID, Entries: o.Value.Entries}
+			}
+			in := linInput{Append: o.F.IsWrite(), Value: o.Value.Value}
+			hist[i] = porcupine.Operation{ClientId: int(o.Process), Input: in, Call: o.Call, Output: out, Return: ret,
+				Metadata: o.String()}
+		}
+		res, info := porcupine.CheckOperationsVerbose(streamModel, hist, timeout)
+		switch res {
+		case porcupine.Ok:
+			continue
+		case porcupine.Unknown:
+			unknown = true
+			notes = append(notes, fmt.Sprintf("stream %q: search exceeded %v over %d operations", k, timeout, len(ops)))
+			continue
+		}
+		var buf bytes.Buffer
+		name := "linear-" + fileSafe(k) + ".html"
+		if err := porcupine.Visualize(streamModel, info, &buf); err == nil {
+			files[name] = buf.Bytes()
+		} else {
+			notes = append(notes, fmt.Sprintf("stream %q: visualization failed: %v", k, err))
+		}
+		stuck := unlinearized(ops, info)
+		as = append(as, Anomaly{Kind: "non-linearizable", Key: k, Ops: idxs(stuck...),
+			Msg: fmt.Sprintf("stream %q has no linearization (%d operations); first operations outside the longest partial linearization: %s; see %s",
+				k, len(ops), opList(stuck), name)})
+	}
+	r := verdict("linearizable", as, unknown, notes)
+	if len(files) > 0 {
+		r.Files = files
+	}
+	return r
+}
+
+// unlinearized returns, by invocation, up to 5 of ops that the longest
+// partial linearization porcupine found could not place.
+func unlinearized(ops []*history.Op, info porcupine.LinearizationInfo) []*history.Op {
+	in := map[int]bool{}
+	for _, part := range info.PartialLinearizations() {
+		var longest []int
+		for _, l := range part {
+			if len(l) > len(longest) {
+				longest = l
+			}
+		}
+		for _, i := range longest {
+			in[i] = true
+		}
+	}
+	var out []*history.Op
+	for i, o := range ops {
+		if !in[i] {
+			out = append(out, o)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Call < out[j].Call })
+	if len(out) > 5 {
+		out = out[:5]
+	}
+	return out
+}
+
+func opList(ops []*history.Op) string {
+	var s []string
+	for _, o := range ops {
+		s = append(s, o.String())
+	}
+	return strings.Join(s, ", ")
+}
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]`)
+
+func fileSafe(k string) string { return unsafeName.ReplaceAllString(k, "_") }
+
+type linInput struct {
+	Append bool
+	Value  string
+}
+
+type linOutput struct {
+	ID      string
+	Entries []history.Entry
+}
+
+// linState is an immutable list; Step returns new states.
+type linState []history.Entry
+
+var streamModel = porcupine.Model{
+	Init: func() any { return linState(nil) },
+	Step: func(state, input, output any) (bool, any) {
+		s := state.(linState)
+		in := input.(linInput)
+		if in.Append {
+			return stepAppend(s, in.Value, output)
+		}
+		return stepRead(s, output.(linOutput).Entries)
+	},
+	Equal: func(a, b any) bool {
+		x, y := a.(linState), b.(linState)
+		if len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if x[i] != y[i] {
+				return false
+			}
+		}
+		return true
+	},
+	Hash: func(state any) uint64 {
+		h := fnv.New64a()
+		for _, e := range state.(linState) {
+			h.Write([]byte(e.ID))
+			h.Write([]byte{0})
+			h.Write([]byte(e.Value))
+			h.Write([]byte{0})
+		}
+		return h.Sum64()
+	},
+	DescribeOperation: func(input, output any) string {
+		in := input.(linInput)
+		if in.Append {
+			if output == nil {
+				return fmt.Sprintf("append(%s) → ?", in.Value)
+			}
+			return fmt.Sprintf("append(%s) → %s", in.Value, output.(linOutput).ID)
+		}
+		return "read → " + describeList(output.(linOutput).Entries)
+	},
+	DescribeState: func(state any) string { return describeList(state.(linState)) },
+}
+
+func stepAppend(s linState, val string, output any) (bool, any) {
+	id := ""
+	if output != nil {
+		id = output.(linOutput).ID
+	}
+	for _, e := range s {
+		if e.Value == val { // an idempotent retry: no new entry
+			return id == "" || e.ID == "" || e.ID == id, s
+		}
+	}
+	if id != "" {
+		for i := len(s) - 1; i >= 0; i-- {
+			if s[i].ID != "" {
+				if !idOf(s[i].ID).Less(idOf(id)) {
+					return false, s
+				}
+				break
+			}
+		}
+	}
+	n := make(linState, len(s), len(s)+1)
+	copy(n, s)
+	return true, append(n, history.Entry{ID: id, Value: val})
+}
+
+func stepRead(s linState, read []history.Entry) (bool, any) {
+	if len(read) != len(s) {
+		return false, s
+	}
+	var n linState
+	for i, e := range read {
+		if s[i].Value != e.Value || (s[i].ID != "" && idOf(s[i].ID) != idOf(e.ID)) {
+			return false, s
+		}
+		if s[i].ID == "" {
+			if n == nil {
+				n = append(linState(nil), s...)
+			}
+			n[i].ID = e.ID
+		}
+	}
+	if n == nil {
+		return true, s
+	}
+	return true, n
+}
+
+func describeList(es []history.Entry) string {
+	const show = 6
+	var b strings.Builder
+	b.WriteString("[")
+	if len(es) > show {
+		fmt.Fprintf(&b, "…%d more, ", len(es)-show)
+		es = es[len(es)-show:]
+	}
+	for i, e := range es {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		id := e.ID
+		if id == "" {
+			id = "?"
+		}
+		fmt.Fprintf(&b, "%s=%s", id, e.Value)
+	}
+	b.WriteString("]")
+	return b.String()
+}

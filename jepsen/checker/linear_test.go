@@ -1,0 +1,63 @@
+package checker
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/raftstream/raftstream/jepsen/history"
+)
+
+func TestLinearizable(t *testing.T) {
+	t.Run("good with concurrency and unknown appends", func(t *testing.T) {
+		var b hb
+		b.add1(0, s, "a", "1-0")
+		b.inv(1, history.XAdd, s, &history.Value{Value: "b"})
+		b.inv(2, history.XRange, s, &history.Value{Full: true})
+		b.done(2, history.OK, &history.Value{Full: true, Entries: es("1-0", "a", "2-0", "b")})
+		b.done(1, history.Info, nil) // timed out, but a read saw it
+		b.op(3, history.XAdd, s, history.Info, &history.Value{Value: "c"}, nil) // never seen
+		b.add1(0, s, "d", "4-0")
+		b.read(2, s, es("1-0", "a", "2-0", "b", "4-0", "d")...)
+		r := b.check(t, Linearizable, Options{})
+		wantValid(t, r, Ok, "")
+	})
+	t.Run("stale read", func(t *testing.T) {
+		var b hb
+		b.add1(0, s, "a", "1-0")
+		b.add1(0, s, "b", "2-0")
+		b.read(1, s, es("1-0", "a", "2-0", "b")...)
+		r2 := b.read(2, s, es("1-0", "a")...) // a follower's stale view
+		r := b.check(t, Linearizable, Options{})
+		wantValid(t, r, Illegal, "non-linearizable", r2)
+		html := string(r.Files["linear-s0.html"])
+		if !strings.Contains(html, "<html") || !strings.Contains(html, "append(b)") {
+			t.Fatalf("no porcupine visualization in result files: %d bytes", len(html))
+		}
+	})
+	t.Run("read of a write that had not begun", func(t *testing.T) {
+		var b hb
+		r1 := b.read(1, s, es("1-0", "a")...)
+		b.add1(0, s, "a", "1-0")
+		wantValid(t, b.check(t, Linearizable, Options{}), Illegal, "non-linearizable", r1)
+	})
+	t.Run("unknown append seen then unseen", func(t *testing.T) {
+		var b hb
+		b.inv(0, history.XAdd, s, &history.Value{Value: "a"})
+		b.read(1, s, es("1-0", "a")...)
+		b.read(1, s)
+		b.done(0, history.Info, nil)
+		wantValid(t, b.check(t, Linearizable, Options{}), Illegal, "non-linearizable")
+	})
+	t.Run("keys are independent", func(t *testing.T) {
+		var b hb
+		b.add1(0, "k1", "a", "1-0")
+		b.read(1, "k2")
+		b.read(1, "k1", es("1-0", "a")...)
+		wantValid(t, b.check(t, Linearizable, Options{}), Ok, "")
+	})
+	t.Run("trims are not modeled", func(t *testing.T) {
+		var b hb
+		b.add1(0, s, "a", "1-0")
+		wantValid(t, b.check(t, Linearizable, Options{Trims: true}), Unknown, "")
+	})
+}
