@@ -1,0 +1,123 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/raftstream/raftstream/resp/resptest"
+)
+
+// TestRunAgainstRedisVerified runs a short bounded workload through run()
+// against a real redis-server and checks the verdict and every output.
+func TestRunAgainstRedisVerified(t *testing.T) {
+	addr := resptest.StartRedis(t)
+	dir := t.TempDir()
+	cfg := DefaultConfig()
+	cfg.Addrs = []string{addr}
+	cfg.Partitions = 4
+	cfg.Producers = 4
+	cfg.Consumers = 2
+	cfg.Pipeline = 4
+	cfg.Duration = 2 * time.Second
+	cfg.Rate = 3000
+	cfg.Block = 50 * time.Millisecond
+	cfg.MinIdle = 500 * time.Millisecond
+	cfg.DrainTimeout = 10 * time.Second
+	cfg.Verify = true
+	cfg.JSONPath = filepath.Join(dir, "out.json")
+	cfg.HTMLPath = filepath.Join(dir, "out.html")
+	var stdout, stderr bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := run(ctx, cfg, &stdout, &stderr); err != nil {
+		t.Fatalf("run: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	t.Logf("stdout:\n%s", stdout.String())
+
+	var rep struct {
+		Totals struct {
+			Produced      uint64  `json:"produced"`
+			ProducePerSec float64 `json:"produce_per_sec"`
+			Groups        []struct {
+				Group     string  `json:"group"`
+				Delivered uint64  `json:"delivered"`
+				PerSec    float64 `json:"per_sec"`
+				E2E       Latency `json:"e2e"`
+			} `json:"groups"`
+		} `json:"totals"`
+		Latency  []Latency `json:"latency"`
+		Timeline []Point   `json:"timeline"`
+		Verify   *Verdict  `json:"verify"`
+	}
+	b, err := os.ReadFile(cfg.JSONPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatalf("json: %v\n%s", err, b)
+	}
+	if rep.Totals.Produced == 0 || rep.Totals.ProducePerSec <= 0 {
+		t.Fatalf("no throughput: %+v", rep.Totals)
+	}
+	// The rate cap (3000/s for ~2s) bounds production from above.
+	if rep.Totals.Produced > 3000*3 {
+		t.Errorf("rate cap ignored: produced %d", rep.Totals.Produced)
+	}
+	if rep.Verify == nil || !rep.Verify.OK || rep.Verify.Acked != int(rep.Totals.Produced) {
+		t.Fatalf("verify: %+v (produced %d)", rep.Verify, rep.Totals.Produced)
+	}
+	for _, g := range rep.Verify.Groups {
+		if g.Missing != 0 || g.Unique != rep.Verify.Acked {
+			t.Errorf("group %s: %+v", g.Group, g)
+		}
+	}
+	if len(rep.Totals.Groups) != 2 || rep.Totals.Groups[0].Group != "billing" || rep.Totals.Groups[1].Group != "analytics" {
+		t.Fatalf("groups: %+v", rep.Totals.Groups)
+	}
+	for _, g := range rep.Totals.Groups {
+		if g.Delivered < rep.Totals.Produced || g.E2E.Count == 0 || g.E2E.P99us <= 0 || g.E2E.P50us > g.E2E.P99us {
+			t.Errorf("group %s consumption: %+v", g.Group, g)
+		}
+	}
+	ops := map[string]Latency{}
+	for _, l := range rep.Latency {
+		ops[l.Name] = l
+	}
+	if x := ops["xadd"]; x.Count != rep.Totals.Produced || x.P50us <= 0 || x.P99us < x.P50us || x.MaxUs < x.P999us {
+		t.Errorf("xadd latency: %+v", x)
+	}
+	if ops["xreadgroup"].Count == 0 || ops["xack"].Count == 0 {
+		t.Errorf("consumer ops not measured: %+v", ops)
+	}
+	if len(rep.Timeline) < 2 {
+		t.Errorf("timeline has %d points", len(rep.Timeline))
+	}
+	page, err := os.ReadFile(cfg.HTMLPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(page, []byte("<svg")) || !bytes.Contains(page, []byte("<polyline")) {
+		t.Errorf("html has no svg plot")
+	}
+	for _, ext := range []string{"<script src", "<link ", "http://", "https://"} {
+		if ext == "http://" {
+			// The SVG namespace is the only URL allowed.
+			if strings.Count(string(page), "http://") != strings.Count(string(page), "http://www.w3.org/2000/svg") {
+				t.Errorf("html references an external URL")
+			}
+			continue
+		}
+		if bytes.Contains(page, []byte(ext)) {
+			t.Errorf("html not self-contained: contains %q", ext)
+		}
+	}
+	if !strings.Contains(stderr.String(), "xadd") || !strings.Contains(stdout.String(), "verify OK") {
+		t.Errorf("progress or table missing:\nstderr:\n%s", stderr.String())
+	}
+}
