@@ -1,12 +1,298 @@
-// Command raftstream is the raftstream server.
+// Command raftstream is the raftstream server: a Redis Streams broker whose
+// every write is replicated through Raft before it is acknowledged.
+//
+//	raftstream [flags]                     run a node (no flags: single node, all slots, 127.0.0.1:6379)
+//	raftstream health --addr host:port     PING a node; exit 0 if it answers PONG (container healthchecks)
+//
+// Every flag can also be set through the environment as RAFTSTREAM_<FLAG>,
+// upper case with dashes as underscores (RAFTSTREAM_REQUIREPASS=...); a flag
+// on the command line wins over the environment.
 package main
 
 import (
+	"context"
+	"errors"
+	"flag"
 	"fmt"
+	"io"
+	"log/slog"
+	"net"
 	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/raftstream/raftstream/cluster"
+	"github.com/raftstream/raftstream/resp"
 )
 
 func main() {
-	fmt.Fprintln(os.Stderr, "raftstream: server not built yet")
-	os.Exit(1)
+	if len(os.Args) > 1 && os.Args[1] == "health" {
+		os.Exit(health(os.Args[2:], os.Stdout, os.Stderr))
+	}
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "raftstream:", err)
+		os.Exit(1)
+	}
+}
+
+// options are the parsed command line.
+type options struct {
+	bind, dir, requirepass     string
+	port, shards               int
+	clusterBind, clusterAdvert string
+	clusterPort                int
+	join                       string
+	bootstrapExpect            int
+	replicationFactor          int
+	announce                   string
+	announcePort               int
+	nodeName                   string
+	forwarding                 bool
+	logLevel, logFormat        string
+	protoMaxBulkLen            int64
+	snapshotInterval           time.Duration
+	snapshotThreshold          uint64
+	trailingLogs               uint64
+	heartbeat, election        time.Duration
+	shutdownTimeout            time.Duration
+}
+
+func parseFlags(args []string) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("raftstream", flag.ContinueOnError)
+	fs.StringVar(&o.bind, "bind", "127.0.0.1", "address the RESP server listens on")
+	fs.IntVar(&o.port, "port", 6379, "RESP port")
+	fs.StringVar(&o.dir, "dir", "./raftstream-data", "data directory (node identity, Raft logs and snapshots)")
+	fs.StringVar(&o.requirepass, "requirepass", "", "password clients must send with AUTH or HELLO AUTH (Redis's requirepass)")
+	fs.IntVar(&o.shards, "shards", 0, "number of shards (Raft groups) of a NEW cluster; 0 = 1 for a single node, 16 for a cluster")
+	fs.IntVar(&o.clusterPort, "cluster-port", 0, "cluster bus port shared by all Raft groups; 0 = port+10000")
+	fs.StringVar(&o.clusterBind, "cluster-bind", "", "cluster bus listen host; default --bind")
+	fs.StringVar(&o.clusterAdvert, "cluster-announce-bus", "", "cluster bus host:port other nodes dial; default the bus listen address")
+	fs.StringVar(&o.join, "join", "", "comma-separated cluster bus addresses (host:port) of nodes to form or join a cluster with")
+	fs.IntVar(&o.bootstrapExpect, "bootstrap-expect", 1, "number of nodes forming the initial cluster")
+	fs.IntVar(&o.replicationFactor, "replication-factor", 3, "replicas (Raft voters) per shard, capped at the number of nodes")
+	fs.StringVar(&o.announce, "announce", "", "host announced to clients in MOVED and CLUSTER replies; default --bind")
+	fs.IntVar(&o.announcePort, "announce-port", 0, "port announced to clients; default --port")
+	fs.StringVar(&o.nodeName, "node-name", "", "human-readable node name for logs")
+	fs.BoolVar(&o.forwarding, "forwarding", false, "forward commands for shards led elsewhere instead of replying MOVED (for clients that are not cluster-aware)")
+	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
+	fs.Int64Var(&o.protoMaxBulkLen, "proto-max-bulk-len", 512<<20, "largest accepted argument in bytes")
+	fs.DurationVar(&o.snapshotInterval, "snapshot-interval", 10*time.Second, "how often the node considers snapshotting a shard")
+	fs.Uint64Var(&o.snapshotThreshold, "snapshot-threshold", 8192, "log entries since the last snapshot that trigger a new one")
+	fs.Uint64Var(&o.trailingLogs, "trailing-logs", 1024, "log entries kept after a snapshot")
+	fs.DurationVar(&o.heartbeat, "raft-heartbeat-timeout", 0, "Raft heartbeat timeout (0 = hashicorp/raft default)")
+	fs.DurationVar(&o.election, "raft-election-timeout", 0, "Raft election timeout (0 = hashicorp/raft default)")
+	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long SIGTERM waits for in-flight commands")
+	fs.Usage = func() {
+		out := fs.Output()
+		fmt.Fprintf(out, "Usage: raftstream [flags]\n       raftstream health --addr host:port\n\n")
+		fmt.Fprintf(out, "Every flag may also be set as an environment variable RAFTSTREAM_<FLAG> (e.g. RAFTSTREAM_PORT=7000).\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		env := "RAFTSTREAM_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(env); ok && envErr == nil {
+			if err := fs.Set(f.Name, v); err != nil {
+				envErr = fmt.Errorf("%s=%q: %v", env, v, err)
+			}
+		}
+	})
+	if envErr != nil {
+		return nil, envErr
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	return o, nil
+}
+
+// run is the server's story.
+func run(args []string) error {
+	// 1. Read the command line (and RAFTSTREAM_* environment).
+	o, err := parseFlags(args)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+
+	// 2. Make the logger every component receives.
+	log, err := newLogger(o.logLevel, o.logFormat, os.Stderr)
+	if err != nil {
+		return err
+	}
+
+	// 3. Describe the node: data dir, bus address, cluster membership.
+	ccfg := clusterConfig(o, log)
+
+	// 4. Open the node and start its Raft groups (bootstrapping a new
+	//    cluster, or rejoining with the state found in --dir).
+	node, err := cluster.Open(ccfg)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := node.Start(ctx); err != nil {
+		_ = node.Close()
+		return err
+	}
+
+	// 5. Listen for clients and serve RESP.
+	ln, err := net.Listen("tcp", net.JoinHostPort(o.bind, strconv.Itoa(o.port)))
+	if err != nil {
+		_ = node.Close()
+		return err
+	}
+	rcfg := resp.DefaultConfig()
+	rcfg.RequirePass = o.requirepass
+	rcfg.ProtoMaxBulkLen = o.protoMaxBulkLen
+	rcfg.ClusterMode = (o.bootstrapExpect > 1 || o.join != "") && !o.forwarding
+	rcfg.Logger = log
+	rcfg.Port, rcfg.Bind, rcfg.Dir = o.port, o.bind, o.dir
+	srv := resp.New(node, rcfg)
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	log.Info("raftstream ready", "addr", ln.Addr().String(), "dir", o.dir, "node", node.ID(),
+		"shards", node.NumShards(), "bus", node.BusAddr())
+
+	// 6. Run until SIGINT/SIGTERM (or the listener fails).
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case err = <-serveErr:
+		log.Error("RESP server stopped", "err", err)
+	}
+
+	// 7. Shut down cleanly: stop accepting, let in-flight commands finish,
+	//    then close the node (Raft groups, logs, bus).
+	sctx, cancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
+	defer cancel()
+	if serr := srv.Shutdown(sctx); serr != nil {
+		log.Warn("in-flight commands did not finish", "err", serr)
+	}
+	if cerr := node.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// clusterConfig maps the options onto cluster.Config.
+func clusterConfig(o *options, log *slog.Logger) cluster.Config {
+	c := cluster.DefaultConfig()
+	c.Dir = o.dir
+	c.NodeName = o.nodeName
+	c.AnnounceHost = o.announce
+	if c.AnnounceHost == "" {
+		c.AnnounceHost = o.bind
+		if ip := net.ParseIP(o.bind); ip != nil && ip.IsUnspecified() {
+			c.AnnounceHost = "127.0.0.1"
+		}
+	}
+	c.AnnouncePort = o.announcePort
+	if c.AnnouncePort == 0 {
+		c.AnnouncePort = o.port
+	}
+	busPort := o.clusterPort
+	if busPort == 0 {
+		busPort = o.port + 10000
+	}
+	busHost := o.clusterBind
+	if busHost == "" {
+		busHost = o.bind
+	}
+	c.BindAddr = net.JoinHostPort(busHost, strconv.Itoa(busPort))
+	c.AdvertiseBus = o.clusterAdvert
+	if c.AdvertiseBus == "" {
+		if ip := net.ParseIP(busHost); ip != nil && ip.IsUnspecified() {
+			c.AdvertiseBus = net.JoinHostPort(c.AnnounceHost, strconv.Itoa(busPort))
+		}
+	}
+	c.Shards = o.shards
+	if o.join != "" {
+		for _, j := range strings.Split(o.join, ",") {
+			if j = strings.TrimSpace(j); j != "" {
+				c.Join = append(c.Join, j)
+			}
+		}
+	}
+	c.BootstrapExpect = o.bootstrapExpect
+	c.ReplicationFactor = o.replicationFactor
+	c.Forwarding = o.forwarding
+	c.Logger = log
+	c.SnapshotInterval = o.snapshotInterval
+	c.SnapshotThreshold = o.snapshotThreshold
+	c.TrailingLogs = o.trailingLogs
+	c.HeartbeatTimeout = o.heartbeat
+	c.ElectionTimeout = o.election
+	if o.heartbeat > 0 {
+		c.LeaderLeaseTimeout = o.heartbeat
+	}
+	return c
+}
+
+func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: %v", level, err)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", format)
+}
+
+// health PINGs a node: exit status 0 when it answers +PONG, 1 otherwise.
+func health(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("raftstream health", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", "127.0.0.1:6379", "node RESP address host:port")
+	pass := fs.String("requirepass", os.Getenv("RAFTSTREAM_REQUIREPASS"), "password, if the node requires one")
+	timeout := fs.Duration("timeout", 3*time.Second, "overall timeout")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	c, err := net.DialTimeout("tcp", *addr, *timeout)
+	if err != nil {
+		fmt.Fprintln(stderr, "unhealthy:", err)
+		return 1
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(*timeout))
+	req := "*1\r\n$4\r\nPING\r\n"
+	if *pass != "" {
+		req = fmt.Sprintf("*2\r\n$4\r\nAUTH\r\n$%d\r\n%s\r\n", len(*pass), *pass) + req
+	}
+	if _, err := io.WriteString(c, req); err != nil {
+		fmt.Fprintln(stderr, "unhealthy:", err)
+		return 1
+	}
+	buf := make([]byte, 256)
+	var got []byte
+	for !strings.Contains(string(got), "+PONG\r\n") && !strings.HasPrefix(string(got), "-") {
+		n, err := c.Read(buf)
+		got = append(got, buf[:n]...)
+		if err != nil {
+			break
+		}
+	}
+	if strings.Contains(string(got), "+PONG\r\n") {
+		fmt.Fprintln(stdout, "PONG")
+		return 0
+	}
+	fmt.Fprintf(stderr, "unhealthy: %q\n", got)
+	return 1
 }

@@ -1,0 +1,286 @@
+package resp
+
+import (
+	"bytes"
+	"context"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/raftstream/raftstream/engine"
+)
+
+// Blocking reads (XREAD BLOCK, XREADGROUP BLOCK).
+//
+// A blocked client registers a waiter on each of its keys BEFORE its first
+// attempt, so that a write applied between the attempt and the wait cannot
+// be missed. The Backend's notify callback (called on the apply goroutine)
+// only does non-blocking channel sends; the blocked connection's own
+// goroutine re-runs the read (XREAD via Read, XREADGROUP proposed through
+// Raft because it changes the group), so apply never waits for a client.
+
+// waiter is one blocked connection.
+type waiter struct {
+	c    *client
+	wake chan struct{} // capacity 1
+}
+
+// waiters indexes blocked connections by shard and key, in arrival order.
+type waiters struct {
+	mu     sync.Mutex
+	byKey  map[waitKey][]*waiter
+	count  int
+	closed bool
+}
+
+type waitKey struct {
+	shard int
+	key   string
+}
+
+func newWaiters() *waiters { return &waiters{byKey: map[waitKey][]*waiter{}} }
+
+func (ws *waiters) add(w *waiter, shard int, keys []string) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	for _, k := range keys {
+		wk := waitKey{shard, k}
+		ws.byKey[wk] = append(ws.byKey[wk], w)
+	}
+	ws.count++
+}
+
+func (ws *waiters) remove(w *waiter, shard int, keys []string) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	for _, k := range keys {
+		wk := waitKey{shard, k}
+		list := ws.byKey[wk]
+		for i, x := range list {
+			if x == w {
+				list = append(list[:i:i], list[i+1:]...)
+				break
+			}
+		}
+		if len(list) == 0 {
+			delete(ws.byKey, wk)
+		} else {
+			ws.byKey[wk] = list
+		}
+	}
+	ws.count--
+}
+
+// notify is the Backend's apply callback: it signals, in FIFO order, every
+// connection blocked on keys. It never blocks.
+func (ws *waiters) notify(shard int, keys []string) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	for _, k := range keys {
+		for _, w := range ws.byKey[waitKey{shard, k}] {
+			signal(w.wake)
+		}
+	}
+}
+
+// wakeClient signals c's waiter (after CLIENT KILL) so it notices the close.
+func (ws *waiters) wakeClient(c *client) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	for _, list := range ws.byKey {
+		for _, w := range list {
+			if w.c == c {
+				signal(w.wake)
+			}
+		}
+	}
+}
+
+// closeAll wakes every waiter (shutdown).
+func (ws *waiters) closeAll() {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	ws.closed = true
+	for _, list := range ws.byKey {
+		for _, w := range list {
+			signal(w.wake)
+		}
+	}
+}
+
+func (ws *waiters) blocked() int {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	return ws.count
+}
+
+func (ws *waiters) isClosed() bool {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	return ws.closed
+}
+
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// blockTimeout finds the BLOCK option; ok is false when there is none (or it
+// is malformed: the engine then reports the error).
+func blockTimeout(argv [][]byte) (ms int64, ok bool) {
+	for i := 1; i+1 < len(argv); i++ {
+		if bytes.EqualFold(argv[i], []byte("STREAMS")) {
+			return 0, false
+		}
+		if bytes.EqualFold(argv[i], []byte("BLOCK")) {
+			n, good := intArg(argv[i+1])
+			if !good || n < 0 {
+				return 0, false
+			}
+			return n, true
+		}
+	}
+	return 0, false
+}
+
+// stripBlock returns argv without its BLOCK option (blocking commands inside
+// MULTI, and each attempt of a blocked read, run as non-blocking ones).
+func stripBlock(cmd *Command, argv [][]byte) [][]byte {
+	if cmd.Flags&FlagBlocking == 0 {
+		return argv
+	}
+	for i := 1; i+1 < len(argv); i++ {
+		if bytes.EqualFold(argv[i], []byte("STREAMS")) {
+			break
+		}
+		if bytes.EqualFold(argv[i], []byte("BLOCK")) {
+			out := make([][]byte, 0, len(argv)-2)
+			out = append(out, argv[:i]...)
+			return append(out, argv[i+2:]...)
+		}
+	}
+	return argv
+}
+
+// blockingRead serves XREAD/XREADGROUP with BLOCK ms (0 = forever).
+func (s *Server) blockingRead(c *client, cmd *Command, shard, slot int, argv [][]byte, ms int64) reply {
+	argv = stripBlock(cmd, argv)
+	keyIdx := cmd.Keys(argv)
+	if len(keyIdx) == 0 {
+		return s.attempt(c, cmd, shard, slot, argv)
+	}
+	keys := make([]string, len(keyIdx))
+	for i, k := range keyIdx {
+		keys[i] = string(argv[k])
+	}
+	w := &waiter{c: c, wake: make(chan struct{}, 1)}
+	s.waiters.add(w, shard, keys)
+	defer s.waiters.remove(w, shard, keys)
+
+	// XREAD's "$" means "the last ID now": resolve it once, at block time.
+	if cmd.Name == "xread" {
+		var er reply
+		argv, er = s.resolveDollar(c, shard, slot, argv, keyIdx)
+		if er != nil {
+			return er
+		}
+	}
+	var deadline <-chan time.Time
+	if ms > 0 {
+		t := time.NewTimer(time.Duration(ms) * time.Millisecond)
+		defer t.Stop()
+		deadline = t.C
+	}
+	poll := time.NewTicker(200 * time.Millisecond)
+	defer poll.Stop()
+	for {
+		r := s.attempt(c, cmd, shard, slot, argv)
+		if _, empty := r.(engine.NullArray); !empty {
+			return r
+		}
+		c.blocked.Store(true)
+		woke := false
+		for !woke {
+			select {
+			case <-w.wake:
+				woke = true
+			case <-deadline:
+				c.blocked.Store(false)
+				return engine.NullArray{}
+			case <-poll.C:
+				if c.isClosed() || peerClosed(c) {
+					c.blocked.Store(false)
+					c.markClosed()
+					return nil
+				}
+			}
+		}
+		c.blocked.Store(false)
+		if c.isClosed() || s.waiters.isClosed() {
+			return nil
+		}
+	}
+}
+
+// attempt runs one non-blocking try of a blocked read.
+func (s *Server) attempt(c *client, cmd *Command, shard, slot int, argv [][]byte) reply {
+	if cmd.Kind == KindWrite {
+		return s.waitOne(s.be.Submit(shard, [][][]byte{argv}), slot)
+	}
+	return s.read(c, shard, slot, argv)
+}
+
+// resolveDollar replaces XREAD's "$" IDs by the streams' current last IDs.
+func (s *Server) resolveDollar(c *client, shard, slot int, argv [][]byte, keyIdx []int) ([][]byte, reply) {
+	n := len(keyIdx)
+	out := append([][]byte(nil), argv...)
+	var need []int
+	for _, k := range keyIdx {
+		if idPos := k + n; idPos < len(out) && string(out[idPos]) == "$" {
+			need = append(need, k)
+		}
+	}
+	if len(need) == 0 {
+		return argv, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.WriteTimeout)
+	defer cancel()
+	err := s.be.Read(ctx, shard, c.readonly, func(e *engine.Engine) {
+		for _, k := range need {
+			out[k+n] = []byte(e.LastID(out[k]).String())
+		}
+	})
+	if err != nil {
+		return nil, s.mapError(err, slot)
+	}
+	return out, nil
+}
+
+// peerClosed reports whether the client has closed its side of the
+// connection, without consuming any bytes it sent (MSG_PEEK).
+func peerClosed(c *client) bool {
+	nc := c.rc.NetConn()
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	closed := false
+	var buf [1]byte
+	_ = raw.Read(func(fd uintptr) bool {
+		n, _, err := syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		if n == 0 && err == nil {
+			closed = true
+		}
+		if err != nil && err != syscall.EAGAIN && err != syscall.EWOULDBLOCK {
+			closed = true
+		}
+		return true
+	})
+	return closed
+}

@@ -1,0 +1,109 @@
+package resp
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tidwall/redcon"
+)
+
+// client is one connection's state. Fields without a note are owned by the
+// connection's goroutine (redcon runs one per connection); the ones read by
+// other goroutines (CLIENT LIST, INFO) are guarded by mu or atomic.
+type client struct {
+	id      int64
+	rc      redcon.Conn
+	addr    string
+	laddr   string
+	created time.Time
+
+	proto    int  // 2 or 3
+	authed   bool // requirepass satisfied
+	readonly bool // READONLY: reads may be served by a follower (stale)
+	asking   bool // ASKING: the next command follows an ASK redirect
+	quitting bool // QUIT: close after writing the reply
+
+	lastCmd     []byte
+	lastCmdName string
+
+	multi *multiState // non-nil between MULTI and EXEC/DISCARD
+
+	mu      sync.Mutex // guards name, libName, libVer, lastCmdAt
+	name    string
+	libName string
+	libVer  string
+
+	blocked   atomic.Bool
+	closedFlg atomic.Bool
+	lastAt    atomic.Int64 // unix ms of the last command
+}
+
+func newClient(id int64, rc redcon.Conn) *client {
+	c := &client{id: id, rc: rc, addr: rc.RemoteAddr(), created: time.Now(), proto: 2}
+	if nc := rc.NetConn(); nc != nil {
+		c.laddr = nc.LocalAddr().String()
+	}
+	c.lastAt.Store(time.Now().UnixMilli())
+	return c
+}
+
+// write appends r to the connection's output buffer (flushed by redcon
+// after the pipeline, or by flushNow).
+func (c *client) write(r reply, proto int) {
+	c.lastAt.Store(time.Now().UnixMilli())
+	c.rc.WriteRaw(AppendReply(nil, r, proto))
+}
+
+func (c *client) markClosed()    { c.closedFlg.Store(true) }
+func (c *client) isClosed() bool { return c.closedFlg.Load() }
+
+// close flushes pending output and closes the connection (own goroutine).
+func (c *client) close() {
+	c.quitting = true
+	c.markClosed()
+	_ = c.rc.Close()
+}
+
+// kill closes the connection from another goroutine (CLIENT KILL).
+func (c *client) kill() {
+	c.markClosed()
+	if nc := c.rc.NetConn(); nc != nil {
+		_ = nc.Close()
+	}
+}
+
+func (c *client) getName() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.name
+}
+
+// infoLine is the CLIENT LIST / CLIENT INFO line, in Redis's field order.
+func (c *client) infoLine() string {
+	c.mu.Lock()
+	name, lib, ver := c.name, c.libName, c.libVer
+	c.mu.Unlock()
+	now := time.Now()
+	flags := "N"
+	if c.blocked.Load() {
+		flags = "b"
+	}
+	if c.readonly {
+		flags = strings.TrimPrefix(flags+"r", "N")
+	}
+	multi := -1
+	if c.multi != nil {
+		multi = len(c.multi.queue)
+		flags = strings.TrimPrefix(flags+"x", "N")
+	}
+	cmd := c.lastCmdName
+	if cmd == "" {
+		cmd = "NULL"
+	}
+	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=%d name=%s age=%d idle=%d flags=%s db=0 sub=0 psub=0 ssub=0 multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=-1 resp=%d lib-name=%s lib-ver=%s",
+		c.id, c.addr, c.laddr, c.id+7, name, int(now.Sub(c.created).Seconds()),
+		(now.UnixMilli()-c.lastAt.Load())/1000, flags, multi, cmd, c.proto, lib, ver)
+}

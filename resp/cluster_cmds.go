@@ -1,0 +1,219 @@
+package resp
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/raftstream/raftstream/engine"
+)
+
+// CLUSTER subcommands, answered from Backend.Topology (and the engines for
+// the key-counting ones).
+
+func cmdClusterKeyslot(s *Server, c *client, argv [][]byte) reply {
+	return engine.Integer(slotOf(argv[2]))
+}
+
+func cmdClusterMyID(s *Server, c *client, argv [][]byte) reply {
+	return engine.Bulk(s.be.Topology().MyID)
+}
+
+func nodeByID(top Topology, id string) (NodeInfo, bool) {
+	for _, n := range top.Nodes {
+		if n.ID == id {
+			return n, true
+		}
+	}
+	return NodeInfo{}, false
+}
+
+// shardNodes returns the shard's nodes: its leader first, then the other
+// replicas in ID order.
+func shardNodes(top Topology, sh ShardInfo) []NodeInfo {
+	var out []NodeInfo
+	if n, ok := nodeByID(top, sh.Leader); ok {
+		out = append(out, n)
+	}
+	reps := append([]string(nil), sh.Replicas...)
+	sort.Strings(reps)
+	for _, id := range reps {
+		if id == sh.Leader {
+			continue
+		}
+		if n, ok := nodeByID(top, id); ok {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func cmdClusterSlots(s *Server, c *client, argv [][]byte) reply {
+	top := s.be.Topology()
+	out := engine.Array{}
+	for _, sh := range top.Shards {
+		row := engine.Array{engine.Integer(sh.FirstSlot), engine.Integer(sh.LastSlot)}
+		for _, n := range shardNodes(top, sh) {
+			row = append(row, engine.Array{engine.Bulk(n.Host), engine.Integer(n.Port), engine.Bulk(n.ID), engine.Map{}})
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+func cmdClusterShards(s *Server, c *client, argv [][]byte) reply {
+	top := s.be.Topology()
+	out := engine.Array{}
+	for _, sh := range top.Shards {
+		var nodes engine.Array
+		for i, n := range shardNodes(top, sh) {
+			role := "replica"
+			if i == 0 && n.ID == sh.Leader {
+				role = "master"
+			}
+			health := "online"
+			if !n.Up {
+				health = "fail"
+			}
+			nodes = append(nodes, engine.Map{
+				engine.Bulk("id"), engine.Bulk(n.ID),
+				engine.Bulk("port"), engine.Integer(n.Port),
+				engine.Bulk("ip"), engine.Bulk(n.Host),
+				engine.Bulk("endpoint"), engine.Bulk(n.Host),
+				engine.Bulk("role"), engine.Bulk(role),
+				engine.Bulk("replication-offset"), engine.Integer(0),
+				engine.Bulk("health"), engine.Bulk(health),
+			})
+		}
+		if nodes == nil {
+			nodes = engine.Array{}
+		}
+		out = append(out, engine.Map{
+			engine.Bulk("slots"), engine.Array{engine.Integer(sh.FirstSlot), engine.Integer(sh.LastSlot)},
+			engine.Bulk("nodes"), nodes,
+		})
+	}
+	return out
+}
+
+// cmdClusterNodes prints Redis's CLUSTER NODES lines. Every node is shown as
+// a master of the shards it leads (a node leading none is shown as a master
+// without slots: Raft replicas are not Redis replicas of one master).
+func cmdClusterNodes(s *Server, c *client, argv [][]byte) reply {
+	top := s.be.Topology()
+	nodes := append([]NodeInfo(nil), top.Nodes...)
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].ID < nodes[j].ID })
+	var b strings.Builder
+	for _, n := range nodes {
+		flags := "master"
+		if n.ID == top.MyID {
+			flags = "myself,master"
+		}
+		if !n.Up {
+			flags += ",fail"
+		}
+		link := "connected"
+		if !n.Up {
+			link = "disconnected"
+		}
+		fmt.Fprintf(&b, "%s %s:%d@%d %s - 0 0 %d %s", n.ID, n.Host, n.Port, n.Bus, flags, top.Epoch, link)
+		for _, sh := range top.Shards {
+			if sh.Leader == n.ID {
+				if sh.FirstSlot == sh.LastSlot {
+					fmt.Fprintf(&b, " %d", sh.FirstSlot)
+				} else {
+					fmt.Fprintf(&b, " %d-%d", sh.FirstSlot, sh.LastSlot)
+				}
+			}
+		}
+		b.WriteString("\n")
+	}
+	return engine.BulkString(b.String())
+}
+
+func cmdClusterInfo(s *Server, c *client, argv [][]byte) reply {
+	top := s.be.Topology()
+	assigned, ok := 0, 0
+	for _, sh := range top.Shards {
+		n := sh.LastSlot - sh.FirstSlot + 1
+		assigned += n
+		if sh.Leader != "" {
+			ok += n
+		}
+	}
+	state := "ok"
+	if ok < 16384 {
+		state = "fail"
+	}
+	var b strings.Builder
+	w := func(k string, v any) { fmt.Fprintf(&b, "%s:%v\r\n", k, v) }
+	w("cluster_state", state)
+	w("cluster_slots_assigned", assigned)
+	w("cluster_slots_ok", ok)
+	w("cluster_slots_pfail", 0)
+	w("cluster_slots_fail", assigned-ok)
+	w("cluster_known_nodes", len(top.Nodes))
+	w("cluster_size", len(top.Shards))
+	w("cluster_current_epoch", top.Epoch)
+	w("cluster_my_epoch", top.Epoch)
+	w("raftstream_shards", s.be.NumShards())
+	return engine.BulkString(b.String())
+}
+
+func slotArg(b []byte) (int, *errReply) {
+	n, ok := intArg(b)
+	if !ok || n < 0 || n >= 16384 {
+		return 0, errorf("ERR Invalid slot")
+	}
+	return int(n), nil
+}
+
+// keysInSlot lists the keys of slot (sorted), reading its shard's engine.
+func (s *Server) keysInSlot(c *client, slot int) ([]string, reply) {
+	sh := s.be.ShardOfSlot(slot)
+	r := s.read(c, sh, slot, [][]byte{[]byte("KEYS"), []byte("*")})
+	arr, ok := r.(engine.Array)
+	if !ok {
+		return nil, r
+	}
+	var out []string
+	for _, k := range arr {
+		if b, ok := k.(engine.BulkString); ok && slotOf(b) == slot {
+			out = append(out, string(b))
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+func cmdClusterCountKeys(s *Server, c *client, argv [][]byte) reply {
+	slot, er := slotArg(argv[2])
+	if er != nil {
+		return er
+	}
+	keys, r := s.keysInSlot(c, slot)
+	if r != nil {
+		return r
+	}
+	return engine.Integer(len(keys))
+}
+
+func cmdClusterGetKeys(s *Server, c *client, argv [][]byte) reply {
+	slot, er := slotArg(argv[2])
+	if er != nil {
+		return er
+	}
+	n, ok := intArg(argv[3])
+	if !ok || n < 0 {
+		return errorf("ERR Invalid number of keys")
+	}
+	keys, r := s.keysInSlot(c, slot)
+	if r != nil {
+		return r
+	}
+	out := engine.Array{}
+	for i := 0; i < len(keys) && int64(i) < n; i++ {
+		out = append(out, engine.Bulk(keys[i]))
+	}
+	return out
+}

@@ -1,0 +1,248 @@
+package resp
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/raftstream/raftstream/engine"
+)
+
+// COMMAND and its subcommands, answered from the command table in Redis 7's
+// reply shapes.
+
+func statusSet(names []string) engine.Set {
+	out := engine.Set{}
+	for _, n := range names {
+		out = append(out, engine.SimpleString(n))
+	}
+	return out
+}
+
+// keySpecs derives the COMMAND INFO key specifications from the table.
+func (cmd *Command) keySpecs() engine.Set {
+	if cmd.StreamsKeyword {
+		start := 1
+		if cmd.Name == "xreadgroup" {
+			start = 4
+		}
+		return engine.Set{engine.Map{
+			engine.Bulk("flags"), statusSet(keyFlags(cmd)),
+			engine.Bulk("begin_search"), engine.Map{engine.Bulk("type"), engine.Bulk("keyword"), engine.Bulk("spec"),
+				engine.Map{engine.Bulk("keyword"), engine.Bulk("STREAMS"), engine.Bulk("startfrom"), engine.Integer(start)}},
+			engine.Bulk("find_keys"), engine.Map{engine.Bulk("type"), engine.Bulk("range"), engine.Bulk("spec"),
+				engine.Map{engine.Bulk("lastkey"), engine.Integer(-1), engine.Bulk("keystep"), engine.Integer(1), engine.Bulk("limit"), engine.Integer(2)}},
+		}}
+	}
+	if cmd.First == 0 {
+		return engine.Set{}
+	}
+	last := 0
+	if cmd.Last < 0 {
+		last = cmd.Last
+	} else {
+		last = cmd.Last - cmd.First
+	}
+	return engine.Set{engine.Map{
+		engine.Bulk("flags"), statusSet(keyFlags(cmd)),
+		engine.Bulk("begin_search"), engine.Map{engine.Bulk("type"), engine.Bulk("index"), engine.Bulk("spec"),
+			engine.Map{engine.Bulk("index"), engine.Integer(cmd.First)}},
+		engine.Bulk("find_keys"), engine.Map{engine.Bulk("type"), engine.Bulk("range"), engine.Bulk("spec"),
+			engine.Map{engine.Bulk("lastkey"), engine.Integer(last), engine.Bulk("keystep"), engine.Integer(cmd.Step), engine.Bulk("limit"), engine.Integer(0)}},
+	}}
+}
+
+func keyFlags(cmd *Command) []string {
+	switch {
+	case cmd.Flags&FlagWrite != 0:
+		return []string{"RW", "update"}
+	default:
+		return []string{"RO", "access"}
+	}
+}
+
+// info is the COMMAND INFO entry of cmd.
+func (cmd *Command) info() engine.Array {
+	name := cmd.Name
+	first, last, step := cmd.First, cmd.Last, cmd.Step
+	flags := cmd.Flags
+	if cmd.StreamsKeyword {
+		first, last, step = 0, 0, 0
+	}
+	subs := engine.Array{}
+	if cmd.Sub != nil {
+		names := make([]string, 0, len(cmd.Sub))
+		for n := range cmd.Sub {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			subs = append(subs, cmd.Sub[n].info())
+		}
+	}
+	return engine.Array{
+		engine.Bulk(name),
+		engine.Integer(cmd.Arity),
+		statusSet(flags.Names()),
+		engine.Integer(first), engine.Integer(last), engine.Integer(step),
+		statusSet(strings.Fields(cmd.Categories)),
+		tipsSet(cmd.Tips),
+		cmd.keySpecs(),
+		subs,
+	}
+}
+
+func tipsSet(tips []string) engine.Set {
+	out := engine.Set{}
+	for _, t := range tips {
+		out = append(out, engine.SimpleString(t))
+	}
+	return out
+}
+
+func cmdCommand(s *Server, c *client, argv [][]byte) reply {
+	out := engine.Array{}
+	for _, n := range sortedNames() {
+		out = append(out, table[n].info())
+	}
+	return out
+}
+
+func cmdCommandCount(s *Server, c *client, argv [][]byte) reply {
+	return engine.Integer(len(table))
+}
+
+// findCommand resolves "name" or "parent|sub".
+func findCommand(name string) *Command {
+	name = strings.ToLower(name)
+	parent, subName, isSub := strings.Cut(name, "|")
+	cmd := table[parent]
+	if cmd == nil || !isSub {
+		return cmd
+	}
+	if cmd.Sub == nil {
+		return nil
+	}
+	return cmd.Sub[subName]
+}
+
+func cmdCommandInfo(s *Server, c *client, argv [][]byte) reply {
+	if len(argv) == 2 {
+		return cmdCommand(s, c, argv)
+	}
+	out := engine.Array{}
+	for _, a := range argv[2:] {
+		if cmd := findCommand(string(a)); cmd != nil {
+			out = append(out, cmd.info())
+		} else {
+			out = append(out, engine.NullArray{})
+		}
+	}
+	return out
+}
+
+func (cmd *Command) docs() engine.Map {
+	m := engine.Map{
+		engine.Bulk("summary"), engine.Bulk(cmd.Summary),
+		engine.Bulk("since"), engine.Bulk(cmd.Since),
+		engine.Bulk("group"), engine.Bulk(cmd.Group),
+	}
+	if cmd.Sub != nil {
+		names := make([]string, 0, len(cmd.Sub))
+		for n := range cmd.Sub {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		subs := engine.Map{}
+		for _, n := range names {
+			subs = append(subs, engine.Bulk(cmd.Sub[n].Name), cmd.Sub[n].docs())
+		}
+		m = append(m, engine.Bulk("subcommands"), subs)
+	}
+	return m
+}
+
+func cmdCommandDocs(s *Server, c *client, argv [][]byte) reply {
+	out := engine.Map{}
+	if len(argv) == 2 {
+		for _, n := range sortedNames() {
+			out = append(out, engine.Bulk(n), table[n].docs())
+		}
+		return out
+	}
+	for _, a := range argv[2:] {
+		if cmd := findCommand(string(a)); cmd != nil {
+			out = append(out, engine.Bulk(cmd.Name), cmd.docs())
+		}
+	}
+	return out
+}
+
+func cmdCommandGetKeys(s *Server, c *client, argv [][]byte) reply {
+	sub := argv[2:]
+	cmd, er := lookup(sub)
+	if er != nil {
+		if _, ok := table[strings.ToLower(string(sub[0]))]; !ok {
+			return errorf("ERR Invalid command specified")
+		}
+		return errorf("ERR Invalid number of arguments specified for command")
+	}
+	idx := cmd.Keys(sub)
+	if len(idx) == 0 {
+		if cmd.StreamsKeyword {
+			return errorf("ERR Invalid arguments specified for command")
+		}
+		return errorf("ERR The command has no key arguments")
+	}
+	out := engine.Array{}
+	for _, i := range idx {
+		out = append(out, engine.BulkString(sub[i]))
+	}
+	return out
+}
+
+// cmdCommandList implements COMMAND LIST [FILTERBY MODULE m|ACLCAT c|PATTERN p].
+func cmdCommandList(s *Server, c *client, argv [][]byte) reply {
+	filter := func(cmd *Command) bool { return true }
+	if len(argv) == 5 && strings.EqualFold(string(argv[2]), "FILTERBY") {
+		v := string(argv[4])
+		switch strings.ToLower(string(argv[3])) {
+		case "module":
+			filter = func(*Command) bool { return false }
+		case "aclcat":
+			filter = func(cmd *Command) bool {
+				for _, cat := range strings.Fields(cmd.Categories) {
+					if strings.EqualFold(cat, "@"+v) {
+						return true
+					}
+				}
+				return false
+			}
+		case "pattern":
+			filter = func(cmd *Command) bool { return globMatch(strings.ToLower(v), cmd.Name) }
+		default:
+			return errSyntax
+		}
+	} else if len(argv) != 2 {
+		return errSyntax
+	}
+	out := engine.Array{}
+	for _, n := range sortedNames() {
+		cmd := table[n]
+		if filter(cmd) {
+			out = append(out, engine.Bulk(n))
+		}
+		if cmd.Sub != nil {
+			names := make([]string, 0, len(cmd.Sub))
+			for sn := range cmd.Sub {
+				names = append(names, sn)
+			}
+			sort.Strings(names)
+			for _, sn := range names {
+				if filter(cmd.Sub[sn]) {
+					out = append(out, engine.Bulk(cmd.Sub[sn].Name))
+				}
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,78 @@
+package resp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/raftstream/raftstream/engine"
+	"github.com/raftstream/raftstream/fsm"
+	"github.com/raftstream/raftstream/slots"
+)
+
+// Error replies produced by the server itself, with Redis's exact wording.
+var (
+	errNoAuth         = errorf("NOAUTH Authentication required.")
+	errWrongPass      = errorf("WRONGPASS invalid username-password pair or user is disabled.")
+	errAuthNoPass     = errorf("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
+	errHelloNoAuth    = errorf("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
+	errCrossSlot      = errorf("CROSSSLOT Keys in request don't hash to the same slot")
+	errDBRange        = errorf("ERR DB index is out of range")
+	errMultiNested    = errorf("ERR MULTI calls can not be nested")
+	errExecNoMulti    = errorf("ERR EXEC without MULTI")
+	errDiscardNoMulti = errorf("ERR DISCARD without MULTI")
+	errExecAbort      = errorf("EXECABORT Transaction discarded because of previous errors.")
+	errUnknownOutcome = errorf("UNKNOWN the write's outcome is unknown: it may have been applied")
+	errTryAgainBusy   = errorf("TRYAGAIN the shard is busy, retry later")
+	errTryAgainLeader = errorf("TRYAGAIN the shard has no leader (election in progress), retry later")
+	errShutdown       = errorf("ERR the shard is shutting down, retry on another node")
+	errClusterDown    = errorf("CLUSTERDOWN The cluster is down")
+	errNotInteger     = engine.ErrNotInteger
+	errSyntax         = engine.ErrSyntax
+)
+
+// ErrNoQuorum may be returned (wrapped) by a Backend when a shard has lost
+// its quorum; it maps to CLUSTERDOWN.
+var ErrNoQuorum = errors.New("shard has no quorum")
+
+// mapError turns an error from the backend (Submit's future, Read) into the
+// client's error reply. It is the one place where Raft and cluster errors
+// get Redis wording. slot is the command's key slot (-1 if none).
+func (s *Server) mapError(err error, slot int) reply {
+	var nl *fsm.NotLeaderError
+	var er *engine.Error
+	switch {
+	case errors.As(err, &nl):
+		if addr := s.leaderRESPAddr(nl); addr != "" && slot >= 0 {
+			return errorf("MOVED %d %s", slot, addr)
+		}
+		return errTryAgainLeader
+	case errors.Is(err, fsm.ErrUnknownOutcome), errors.Is(err, context.DeadlineExceeded):
+		return errUnknownOutcome
+	case errors.Is(err, fsm.ErrBusy):
+		return errTryAgainBusy
+	case errors.Is(err, ErrNoQuorum):
+		return errClusterDown
+	case errors.Is(err, fsm.ErrShutdown):
+		return errShutdown
+	case errors.As(err, &er):
+		return er
+	}
+	return errorf("ERR %s", err.Error())
+}
+
+// leaderRESPAddr finds the RESP address of the leader named in nl.
+func (s *Server) leaderRESPAddr(nl *fsm.NotLeaderError) string {
+	if nl.LeaderID == "" {
+		return ""
+	}
+	for _, n := range s.be.Topology().Nodes {
+		if n.ID == nl.LeaderID {
+			return fmt.Sprintf("%s:%d", n.Host, n.Port)
+		}
+	}
+	return ""
+}
+
+// slotOf is the Redis Cluster hash slot of key.
+func slotOf(key []byte) int { return slots.Of(key) }

@@ -1,0 +1,138 @@
+package resp
+
+import (
+	"strings"
+
+	"github.com/raftstream/raftstream/engine"
+)
+
+// multiState is a connection's open transaction (between MULTI and EXEC).
+type multiState struct {
+	queue [][][]byte
+	cmds  []*Command
+	dirty bool // a command failed to queue: EXEC aborts
+	shard int  // shard of the queued keys, -1 while none
+	slot  int
+}
+
+func (s *Server) cmdMulti(c *client) reply {
+	if c.multi != nil {
+		return errMultiNested
+	}
+	c.multi = &multiState{shard: -1, slot: -1}
+	return engine.OK
+}
+
+func (s *Server) cmdDiscard(c *client) reply {
+	if c.multi == nil {
+		return errDiscardNoMulti
+	}
+	c.multi = nil
+	return engine.OK
+}
+
+// multiQueue handles a command sent while a transaction is open. It returns
+// handled=false for commands that run immediately (EXEC, DISCARD, MULTI,
+// QUIT, RESET and WATCH).
+func (s *Server) multiQueue(c *client, argv [][]byte) (reply, bool) {
+	switch strings.ToLower(string(argv[0])) {
+	case "exec", "discard", "multi", "quit", "reset":
+		return nil, false
+	case "watch":
+		c.multi.dirty = true
+		return errorf("ERR WATCH inside MULTI is not allowed"), true
+	}
+	m := c.multi
+	cmd, er := lookup(argv)
+	if !c.authed && (er != nil || cmd.Flags&FlagNoAuth == 0) {
+		m.dirty = true
+		return errNoAuth, true
+	}
+	if er != nil {
+		m.dirty = true
+		return er, true
+	}
+	if cmd.Kind == KindWrite || cmd.Kind == KindRead {
+		shard, slot, er := s.route(cmd, argv)
+		if er != nil {
+			m.dirty = true
+			return er, true
+		}
+		if shard >= 0 {
+			if m.shard >= 0 && shard != m.shard {
+				m.dirty = true
+				return errCrossSlot, true
+			}
+			m.shard, m.slot = shard, slot
+		}
+		if cmd.Kind == KindWrite {
+			if er := s.validate(argv); er != nil {
+				m.dirty = true
+				return er, true
+			}
+		}
+	}
+	m.queue = append(m.queue, argv)
+	m.cmds = append(m.cmds, cmd)
+	return engine.SimpleString("QUEUED"), true
+}
+
+// cmdExec runs the transaction: its engine commands are proposed as ONE
+// unit (one log entry, applied atomically) when any of them writes, or read
+// under one Read otherwise; server-local commands are answered in place.
+func (s *Server) cmdExec(c *client) reply {
+	m := c.multi
+	if m == nil {
+		return errExecNoMulti
+	}
+	c.multi = nil
+	if m.dirty {
+		return errExecAbort
+	}
+	shard := m.shard
+	if shard < 0 {
+		shard = 0
+	}
+	var unit [][][]byte
+	writes := false
+	for i, cmd := range m.cmds {
+		if cmd.Kind == KindWrite || cmd.Kind == KindRead {
+			unit = append(unit, stripBlock(cmd, m.queue[i]))
+			writes = writes || cmd.Kind == KindWrite
+		}
+	}
+	var engineReplies []reply
+	if len(unit) > 0 {
+		if writes {
+			rs, err := s.waitUnit(s.be.Submit(shard, unit))
+			if err != nil {
+				return s.mapError(err, m.slot)
+			}
+			engineReplies = rs
+		} else {
+			rs, er := s.readUnit(c, shard, m.slot, unit)
+			if er != nil {
+				return er
+			}
+			engineReplies = rs
+		}
+		if len(engineReplies) != len(unit) {
+			return errorf("ERR internal error: %d replies for %d commands", len(engineReplies), len(unit))
+		}
+	}
+	out := make(engine.Array, 0, len(m.queue))
+	k := 0
+	for i, cmd := range m.cmds {
+		if cmd.Kind == KindWrite || cmd.Kind == KindRead {
+			out = append(out, engineReplies[k])
+			k++
+			continue
+		}
+		r := cmd.local(s, c, m.queue[i])
+		if r == nil {
+			r = engine.OK
+		}
+		out = append(out, r)
+	}
+	return out
+}

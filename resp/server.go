@@ -1,0 +1,432 @@
+package resp
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tidwall/redcon"
+
+	"github.com/raftstream/raftstream/engine"
+)
+
+type (
+	reply    = engine.Reply
+	errReply = engine.Error
+)
+
+func errorf(format string, args ...any) *errReply { return engine.Errorf(format, args...) }
+
+// Version is the Redis version raftstream reports (HELLO, INFO): the Redis
+// release whose behaviour it follows.
+const Version = "7.0.15"
+
+// Config configures a Server.
+type Config struct {
+	// RequirePass, when set, makes every connection authenticate (AUTH or
+	// HELLO AUTH) before other commands (Redis's requirepass).
+	RequirePass string
+	// ProtoMaxBulkLen is the largest accepted argument in bytes (Redis's
+	// proto-max-bulk-len). Default 512MB.
+	ProtoMaxBulkLen int64
+	// ClusterMode makes the server present itself as a Redis Cluster node
+	// (HELLO mode, INFO cluster_enabled) and answer MOVED for keys of shards
+	// led elsewhere. When false and Forward is set, such commands are
+	// forwarded instead.
+	ClusterMode bool
+	// Forward, if set, executes a command on the leader of a shard this node
+	// does not lead (forwarding mode for non-cluster clients). It returns
+	// false when it cannot forward; the client then gets MOVED.
+	// NB: hook only; no forwarder is implemented yet.
+	Forward func(ctx context.Context, shard int, unit [][][]byte) ([]engine.Reply, bool)
+	// WriteTimeout bounds how long a client waits for a write to commit
+	// before it is told the outcome is unknown. Default 30s.
+	WriteTimeout time.Duration
+	// Logger receives connection-level logs. Nil means discard.
+	Logger *slog.Logger
+	// Port is reported by INFO (tcp_port) and CONFIG GET port.
+	Port int
+	// Bind and Dir are reported by CONFIG GET.
+	Bind, Dir string
+}
+
+// DefaultConfig returns Redis's defaults.
+func DefaultConfig() Config {
+	return Config{ProtoMaxBulkLen: 512 << 20, WriteTimeout: 30 * time.Second, Port: 6379, Bind: "127.0.0.1"}
+}
+
+// Server is the RESP front end of a node: it owns connections and their
+// state, routes each command by the command table, and never holds
+// replicated state itself.
+type Server struct {
+	cfg Config
+	be  Backend
+	log *slog.Logger
+	rs  *redcon.Server
+
+	started time.Time
+	nextID  atomic.Int64
+
+	mu      sync.Mutex
+	clients map[int64]*client
+	conf    map[string]string // local CONFIG SET values
+
+	waiters *waiters
+
+	// draining is set by Shutdown; inflight counts command batches being
+	// executed so that Shutdown can let them finish.
+	drainMu  sync.RWMutex
+	draining bool
+	inflight sync.WaitGroup
+	drained  chan struct{}
+
+	stats struct {
+		connections atomic.Int64
+		commands    atomic.Int64
+		rejected    atomic.Int64
+	}
+}
+
+// New returns a server for backend be. It installs be's notify callback.
+func New(be Backend, cfg Config) *Server {
+	d := DefaultConfig()
+	if cfg.ProtoMaxBulkLen <= 0 {
+		cfg.ProtoMaxBulkLen = d.ProtoMaxBulkLen
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = d.WriteTimeout
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg, be: be, log: log, started: time.Now(), clients: map[int64]*client{},
+		conf: map[string]string{}, waiters: newWaiters(), drained: make(chan struct{})}
+	be.SetNotify(s.waiters.notify)
+	return s
+}
+
+// Serve accepts connections on ln until Shutdown or Close. It returns nil
+// after a shutdown.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	s.rs = redcon.NewServer(ln.Addr().String(), s.serveRESP, s.accept, s.closed)
+	rs := s.rs
+	s.mu.Unlock()
+	return rs.Serve(&drainListener{Listener: ln, drained: s.drained})
+}
+
+// Shutdown stops accepting connections, lets command batches in flight
+// finish (bounded by ctx), then closes every connection.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.drainMu.Lock()
+	already := s.draining
+	s.draining = true
+	s.drainMu.Unlock()
+	if already {
+		return nil
+	}
+	s.mu.Lock()
+	rs := s.rs
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.inflight.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	s.waiters.closeAll()
+	close(s.drained)
+	if rs != nil {
+		_ = rs.Close()
+	}
+	return err
+}
+
+// drainListener delays reporting the listener's closure to redcon (which
+// then closes every connection) until in-flight batches have finished.
+type drainListener struct {
+	net.Listener
+	drained chan struct{}
+	once    sync.Once
+}
+
+func (l *drainListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil && errors.Is(err, net.ErrClosed) {
+		<-l.drained
+	}
+	return c, err
+}
+
+func (l *drainListener) Close() error {
+	var err error
+	l.once.Do(func() { err = l.Listener.Close() })
+	return err
+}
+
+// Addr is the address the server listens on (after Serve started).
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rs == nil {
+		return nil
+	}
+	return s.rs.Addr()
+}
+
+func (s *Server) accept(rc redcon.Conn) bool {
+	s.drainMu.RLock()
+	draining := s.draining
+	s.drainMu.RUnlock()
+	if draining {
+		return false
+	}
+	c := newClient(s.nextID.Add(1), rc)
+	c.authed = s.cfg.RequirePass == ""
+	rc.SetContext(c)
+	s.mu.Lock()
+	s.clients[c.id] = c
+	s.mu.Unlock()
+	s.stats.connections.Add(1)
+	return true
+}
+
+func (s *Server) closed(rc redcon.Conn, err error) {
+	c, _ := rc.Context().(*client)
+	if c == nil {
+		return
+	}
+	c.markClosed()
+	s.mu.Lock()
+	delete(s.clients, c.id)
+	s.mu.Unlock()
+}
+
+// clientsSorted returns the connected clients by ID.
+func (s *Server) clientsSorted() []*client {
+	s.mu.Lock()
+	out := make([]*client, 0, len(s.clients))
+	for _, c := range s.clients {
+		out = append(out, c)
+	}
+	s.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	return out
+}
+
+// serveRESP is redcon's handler. It takes the whole pipeline the client has
+// sent so far and executes it, submitting consecutive writes together so
+// that they share Raft entries, and writes replies in order.
+func (s *Server) serveRESP(rc redcon.Conn, first redcon.Command) {
+	c, _ := rc.Context().(*client)
+	if c == nil {
+		return
+	}
+	s.drainMu.RLock()
+	if s.draining {
+		s.drainMu.RUnlock()
+		rc.WriteError("ERR server is shutting down")
+		rc.Close()
+		return
+	}
+	s.inflight.Add(1)
+	s.drainMu.RUnlock()
+	defer s.inflight.Done()
+
+	cmds := rc.ReadPipeline()
+	argvs := make([][][]byte, 0, len(cmds)+1)
+	argvs = append(argvs, first.Args)
+	for _, cmd := range cmds {
+		argvs = append(argvs, cmd.Args)
+	}
+	s.runPipeline(c, argvs)
+}
+
+// pending is a reply not yet known: a submitted write.
+type pending struct {
+	fut    futureLike
+	slot   int
+	proto  int
+	direct reply // set when the reply is already known
+}
+
+// runPipeline executes argvs in order. Writes are submitted without waiting;
+// any other command first waits for the writes before it (so a read sees the
+// connection's own writes), then runs synchronously.
+func (s *Server) runPipeline(c *client, argvs [][][]byte) {
+	var queue []pending
+	flush := func() {
+		for _, p := range queue {
+			r := p.direct
+			if p.fut != nil {
+				r = s.waitOne(p.fut, p.slot)
+			}
+			c.write(r, p.proto)
+		}
+		queue = queue[:0]
+	}
+	for _, argv := range argvs {
+		if c.isClosed() {
+			return
+		}
+		s.stats.commands.Add(1)
+		for _, a := range argv {
+			if int64(len(a)) > s.cfg.ProtoMaxBulkLen {
+				flush()
+				c.write(errorf("ERR Protocol error: invalid bulk length"), c.proto)
+				c.close()
+				return
+			}
+		}
+		if p, ok := s.trySubmit(c, argv); ok {
+			queue = append(queue, p)
+			continue
+		}
+		flush()
+		r := s.exec(c, argv)
+		if r != nil {
+			c.write(r, c.proto)
+		}
+		if c.quitting {
+			c.close()
+			return
+		}
+	}
+	flush()
+}
+
+// trySubmit starts a plain write (outside MULTI, no blocking, keys in one
+// shard) without waiting for it. ok is false when argv needs the general
+// path.
+func (s *Server) trySubmit(c *client, argv [][]byte) (pending, bool) {
+	if c.multi != nil || !c.authed {
+		return pending{}, false
+	}
+	cmd, er := lookup(argv)
+	if er != nil || cmd.Kind != KindWrite || cmd.Flags&FlagBlocking != 0 {
+		return pending{}, false
+	}
+	shard, slot, er := s.route(cmd, argv)
+	if er != nil || shard < 0 {
+		return pending{}, false
+	}
+	if er := s.validate(argv); er != nil {
+		return pending{direct: er, proto: c.proto}, true
+	}
+	return pending{fut: s.be.Submit(shard, [][][]byte{argv}), slot: slot, proto: c.proto}, true
+}
+
+// exec runs one command through the general path and returns its reply
+// (nil when the reply was already written or the connection is closing).
+func (s *Server) exec(c *client, argv [][]byte) reply {
+	c.lastCmd = argv[0]
+	if c.multi != nil {
+		if r, handled := s.multiQueue(c, argv); handled {
+			return r
+		}
+	}
+	cmd, er := lookup(argv)
+	if !c.authed && (er != nil || cmd.Flags&FlagNoAuth == 0) {
+		if er == nil && c.multi != nil {
+			c.multi.dirty = true
+		}
+		return errNoAuth
+	}
+	if er != nil {
+		return er
+	}
+	c.lastCmdName = cmd.Name
+	switch cmd.Name {
+	case "multi":
+		return s.cmdMulti(c)
+	case "exec":
+		return s.cmdExec(c)
+	case "discard":
+		return s.cmdDiscard(c)
+	}
+	if cmd.Kind == KindLocal {
+		return cmd.local(s, c, argv)
+	}
+	shard, slot, er := s.route(cmd, argv)
+	if er != nil {
+		return er
+	}
+	if shard < 0 {
+		// No keys (e.g. XGROUP HELP): any shard's engine answers.
+		shard = 0
+	}
+	if cmd.Flags&FlagBlocking != 0 {
+		if ms, ok := blockTimeout(argv); ok {
+			return s.blockingRead(c, cmd, shard, slot, argv, ms)
+		}
+	}
+	if cmd.Kind == KindWrite {
+		if er := s.validate(argv); er != nil {
+			return er
+		}
+		return s.waitOne(s.be.Submit(shard, [][][]byte{argv}), slot)
+	}
+	return s.read(c, shard, slot, argv)
+}
+
+// read runs a read command against the shard's engine.
+func (s *Server) read(c *client, shard, slot int, argv [][]byte) reply {
+	var r reply
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.WriteTimeout)
+	defer cancel()
+	now := time.Now().UnixMilli()
+	err := s.be.Read(ctx, shard, c.readonly, func(e *engine.Engine) { r = e.Exec(now, argv) })
+	if err != nil {
+		return s.mapError(err, slot)
+	}
+	return r
+}
+
+// futureLike is what waitOne needs from a submitted unit (an *fsm.Future).
+type futureLike interface {
+	Wait(ctx context.Context) ([]engine.Reply, error)
+}
+
+// waitOne waits for a one-command unit and maps its outcome to a reply.
+func (s *Server) waitOne(f futureLike, slot int) reply {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.WriteTimeout)
+	defer cancel()
+	rs, err := f.Wait(ctx)
+	if err != nil {
+		return s.mapError(err, slot)
+	}
+	if len(rs) != 1 {
+		return errorf("ERR internal error: %d replies for one command", len(rs))
+	}
+	return rs[0]
+}
+
+// route finds the shard of argv's keys. It returns shard -1 for commands
+// without keys, and CROSSSLOT when keys live in different shards.
+func (s *Server) route(cmd *Command, argv [][]byte) (shard, slot int, er *errReply) {
+	shard, slot = -1, -1
+	for _, i := range cmd.Keys(argv) {
+		sl := slotOf(argv[i])
+		sh := s.be.ShardOfSlot(sl)
+		if shard >= 0 && sh != shard {
+			return -1, -1, errCrossSlot
+		}
+		shard, slot = sh, sl
+	}
+	return shard, slot, nil
+}
+
+// intArg parses a decimal integer argument.
+func intArg(b []byte) (int64, bool) {
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	return n, err == nil
+}

@@ -1,0 +1,351 @@
+package resp
+
+import (
+	"bytes"
+	"sort"
+	"strings"
+)
+
+// Kind says where a command runs.
+type Kind uint8
+
+const (
+	// KindWrite commands change replicated state: they are proposed through
+	// the shard's Raft group (Backend.Submit) and executed by the engine.
+	KindWrite Kind = iota + 1
+	// KindRead commands are executed by the engine under Backend.Read.
+	KindRead
+	// KindLocal commands are answered by the server itself (connection
+	// state, INFO, CLUSTER, ...), possibly fanning out to every shard.
+	KindLocal
+	// KindContainer commands only hold subcommands (XGROUP, CONFIG, ...).
+	KindContainer
+)
+
+// Flag is a Redis command flag (as COMMAND INFO prints it).
+type Flag uint32
+
+const (
+	FlagWrite Flag = 1 << iota
+	FlagReadonly
+	FlagDenyOOM
+	FlagAdmin
+	FlagNoScript
+	FlagLoading
+	FlagStale
+	FlagFast
+	FlagBlocking
+	FlagMovableKeys
+	FlagNoAuth
+	FlagAllowBusy
+	FlagSkipSlowlog
+	FlagNoAsyncLoading
+)
+
+var flagNames = []string{"write", "readonly", "denyoom", "admin", "noscript", "loading", "stale",
+	"fast", "blocking", "movablekeys", "no_auth", "allow_busy", "skip_slowlog", "no_async_loading"}
+
+// Names returns the flag names in Redis's order.
+func (f Flag) Names() []string {
+	var out []string
+	for i, n := range flagNames {
+		if f&(1<<i) != 0 {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Command is one row of the command table: everything the server knows about
+// a command except its semantics (those live in the engine, or in the local
+// handler for server-local commands).
+type Command struct {
+	Name  string // lower case; "parent|sub" for subcommands
+	Arity int    // Redis convention: n = exactly n args (incl. name), -n = at least n
+	Flags Flag
+	// First, Last, Step are the key positions as COMMAND INFO reports them
+	// (Last -1 = up to the last argument). All zero: no fixed key positions.
+	First, Last, Step int
+	// StreamsKeyword marks XREAD/XREADGROUP: keys are the first half of the
+	// arguments after the STREAMS keyword.
+	StreamsKeyword bool
+	Categories     string // space-separated ACL categories, e.g. "@write @stream @fast"
+	Tips           []string
+	Kind           Kind
+	Group          string // COMMAND DOCS group
+	Since          string // COMMAND DOCS since
+	Summary        string // COMMAND DOCS summary
+	Sub            map[string]*Command
+	// local handles KindLocal commands.
+	local func(s *Server, c *client, argv [][]byte) reply
+}
+
+// Keys returns the positions of argv's keys, per the table (nil when the
+// command has none or the arguments are malformed; the engine then reports the
+// syntax error).
+func (cmd *Command) Keys(argv [][]byte) []int {
+	if cmd.StreamsKeyword {
+		for i := 1; i < len(argv); i++ {
+			if bytes.EqualFold(argv[i], []byte("STREAMS")) {
+				rest := len(argv) - i - 1
+				if rest == 0 || rest%2 != 0 {
+					return nil
+				}
+				out := make([]int, 0, rest/2)
+				for k := i + 1; k < i+1+rest/2; k++ {
+					out = append(out, k)
+				}
+				return out
+			}
+		}
+		return nil
+	}
+	if cmd.First == 0 {
+		return nil
+	}
+	last := cmd.Last
+	if last < 0 {
+		last = len(argv) + last
+	}
+	var out []int
+	for i := cmd.First; i <= last && i < len(argv); i += cmd.Step {
+		out = append(out, i)
+	}
+	return out
+}
+
+// arityOK reports whether n arguments (including the name) satisfy arity.
+func arityOK(arity, n int) bool {
+	if arity >= 0 {
+		return n == arity
+	}
+	return n >= -arity
+}
+
+// the flag sets Redis uses most often
+const (
+	fWF   = FlagWrite | FlagFast
+	fWDF  = FlagWrite | FlagDenyOOM | FlagFast
+	fRO   = FlagReadonly
+	fROF  = FlagReadonly | FlagFast
+	fConn = FlagNoScript | FlagLoading | FlagStale
+	fLSF  = FlagLoading | FlagStale | FlagFast
+	fAdm  = FlagAdmin | FlagNoScript | FlagLoading | FlagStale
+	fHelp = FlagLoading | FlagStale
+)
+
+// table is THE command table. Subcommands hang off their container.
+var table = map[string]*Command{}
+
+func add(c *Command) *Command {
+	if _, dup := table[c.Name]; dup {
+		panic("resp: duplicate command " + c.Name)
+	}
+	if c.Step == 0 && c.First != 0 {
+		c.Step = 1
+	}
+	table[c.Name] = c
+	return c
+}
+
+// sub adds subcommands to a container command.
+func sub(parent *Command, subs ...*Command) {
+	parent.Kind = KindContainer
+	parent.Sub = map[string]*Command{}
+	for _, s := range subs {
+		if s.Step == 0 && s.First != 0 {
+			s.Step = 1
+		}
+		name := s.Name
+		s.Name = parent.Name + "|" + s.Name
+		parent.Sub[name] = s
+	}
+}
+
+func init() {
+	// ---- streams (executed by the engine) ----
+	add(&Command{Name: "xadd", Arity: -5, Flags: fWDF, First: 1, Last: 1, Categories: "@write @stream @fast", Tips: []string{"nondeterministic_output"}, Kind: KindWrite, Group: "stream", Since: "5.0.0", Summary: "Appends a new message to a stream. Creates the key if it doesn't exist."})
+	add(&Command{Name: "xrange", Arity: -4, Flags: fRO, First: 1, Last: 1, Categories: "@read @stream @slow", Kind: KindRead, Group: "stream", Since: "5.0.0", Summary: "Returns the messages from a stream within a range of IDs."})
+	add(&Command{Name: "xrevrange", Arity: -4, Flags: fRO, First: 1, Last: 1, Categories: "@read @stream @slow", Kind: KindRead, Group: "stream", Since: "5.0.0", Summary: "Returns the messages from a stream within a range of IDs in reverse order."})
+	add(&Command{Name: "xlen", Arity: 2, Flags: fROF, First: 1, Last: 1, Categories: "@read @stream @fast", Kind: KindRead, Group: "stream", Since: "5.0.0", Summary: "Return the number of messages in a stream."})
+	add(&Command{Name: "xread", Arity: -4, Flags: FlagReadonly | FlagBlocking | FlagMovableKeys, StreamsKeyword: true, Categories: "@read @stream @slow @blocking", Kind: KindRead, Group: "stream", Since: "5.0.0", Summary: "Returns messages from multiple streams with IDs greater than the ones requested. Blocks until a message is available otherwise."})
+	add(&Command{Name: "xreadgroup", Arity: -7, Flags: FlagWrite | FlagBlocking | FlagMovableKeys, StreamsKeyword: true, Categories: "@write @stream @slow @blocking", Kind: KindWrite, Group: "stream", Since: "5.0.0", Summary: "Returns new or historical messages from a stream for a consumer in a group. Blocks until a message is available otherwise."})
+	add(&Command{Name: "xack", Arity: -4, Flags: fWF, First: 1, Last: 1, Categories: "@write @stream @fast", Kind: KindWrite, Group: "stream", Since: "5.0.0", Summary: "Returns the number of messages that were successfully acknowledged by the consumer group member of a stream."})
+	add(&Command{Name: "xpending", Arity: -3, Flags: fRO, First: 1, Last: 1, Categories: "@read @stream @slow", Tips: []string{"nondeterministic_output"}, Kind: KindRead, Group: "stream", Since: "5.0.0", Summary: "Returns the information and entries from a stream consumer group's pending entries list."})
+	add(&Command{Name: "xclaim", Arity: -6, Flags: fWF, First: 1, Last: 1, Categories: "@write @stream @fast", Tips: []string{"nondeterministic_output"}, Kind: KindWrite, Group: "stream", Since: "5.0.0", Summary: "Changes, or acquires, ownership of a message in a consumer group, as if the message was delivered a consumer group member."})
+	add(&Command{Name: "xautoclaim", Arity: -6, Flags: fWF, First: 1, Last: 1, Categories: "@write @stream @fast", Tips: []string{"nondeterministic_output"}, Kind: KindWrite, Group: "stream", Since: "6.2.0", Summary: "Changes, or acquires, ownership of messages in a consumer group, as if the messages were delivered to as consumer group member."})
+	add(&Command{Name: "xdel", Arity: -3, Flags: fWF, First: 1, Last: 1, Categories: "@write @stream @fast", Kind: KindWrite, Group: "stream", Since: "5.0.0", Summary: "Returns the number of messages after removing them from a stream."})
+	add(&Command{Name: "xtrim", Arity: -4, Flags: FlagWrite, First: 1, Last: 1, Categories: "@write @stream @slow", Tips: []string{"nondeterministic_output"}, Kind: KindWrite, Group: "stream", Since: "5.0.0", Summary: "Deletes messages from the beginning of a stream."})
+	add(&Command{Name: "xsetid", Arity: -3, Flags: fWDF, First: 1, Last: 1, Categories: "@write @stream @fast", Kind: KindWrite, Group: "stream", Since: "5.0.0", Summary: "An internal command for replicating stream values."})
+	// Redis 8.x additions.
+	add(&Command{Name: "xackdel", Arity: -6, Flags: fWF, First: 1, Last: 1, Categories: "@write @stream @fast", Kind: KindWrite, Group: "stream", Since: "8.2.0", Summary: "Acknowledges and deletes one or multiple messages for a stream consumer group."})
+	add(&Command{Name: "xdelex", Arity: -5, Flags: fWF, First: 1, Last: 1, Categories: "@write @stream @fast", Kind: KindWrite, Group: "stream", Since: "8.2.0", Summary: "Deletes one or multiple entries from the stream."})
+
+	xgroup := add(&Command{Name: "xgroup", Arity: -2, Categories: "@slow", Group: "stream", Since: "5.0.0", Summary: "A container for consumer groups commands."})
+	sub(xgroup,
+		&Command{Name: "create", Arity: -5, Flags: FlagWrite | FlagDenyOOM, First: 2, Last: 2, Categories: "@write @stream @slow", Kind: KindWrite, Group: "stream", Since: "5.0.0", Summary: "Creates a consumer group."},
+		&Command{Name: "createconsumer", Arity: 5, Flags: FlagWrite | FlagDenyOOM, First: 2, Last: 2, Categories: "@write @stream @slow", Kind: KindWrite, Group: "stream", Since: "6.2.0", Summary: "Creates a consumer in a consumer group."},
+		&Command{Name: "delconsumer", Arity: 5, Flags: FlagWrite, First: 2, Last: 2, Categories: "@write @stream @slow", Kind: KindWrite, Group: "stream", Since: "5.0.0", Summary: "Deletes a consumer from a consumer group."},
+		&Command{Name: "destroy", Arity: 4, Flags: FlagWrite, First: 2, Last: 2, Categories: "@write @stream @slow", Kind: KindWrite, Group: "stream", Since: "5.0.0", Summary: "Destroys a consumer group."},
+		&Command{Name: "setid", Arity: -5, Flags: FlagWrite, First: 2, Last: 2, Categories: "@write @stream @slow", Kind: KindWrite, Group: "stream", Since: "5.0.0", Summary: "Sets the last-delivered ID of a consumer group."},
+		&Command{Name: "help", Arity: 2, Flags: fHelp, Categories: "@stream @slow", Kind: KindRead, Group: "stream", Since: "5.0.0", Summary: "Returns helpful text about the different subcommands."},
+	)
+	xinfo := add(&Command{Name: "xinfo", Arity: -2, Categories: "@slow", Group: "stream", Since: "5.0.0", Summary: "A container for stream introspection commands."})
+	sub(xinfo,
+		&Command{Name: "stream", Arity: -3, Flags: fRO, First: 2, Last: 2, Categories: "@read @stream @slow", Kind: KindRead, Group: "stream", Since: "5.0.0", Summary: "Returns information about a stream."},
+		&Command{Name: "groups", Arity: 3, Flags: fRO, First: 2, Last: 2, Categories: "@read @stream @slow", Kind: KindRead, Group: "stream", Since: "5.0.0", Summary: "Returns a list of the consumer groups of a stream."},
+		&Command{Name: "consumers", Arity: 4, Flags: fRO, First: 2, Last: 2, Categories: "@read @stream @slow", Tips: []string{"nondeterministic_output"}, Kind: KindRead, Group: "stream", Since: "5.0.0", Summary: "Returns a list of the consumers in a consumer group."},
+		&Command{Name: "help", Arity: 2, Flags: fHelp, Categories: "@stream @slow", Kind: KindRead, Group: "stream", Since: "5.0.0", Summary: "Returns helpful text about the different subcommands."},
+	)
+
+	// ---- keyspace and strings (executed by the engine) ----
+	add(&Command{Name: "del", Arity: -2, Flags: FlagWrite, First: 1, Last: -1, Categories: "@keyspace @write @slow", Tips: []string{"request_policy:multi_shard", "response_policy:agg_sum"}, Kind: KindWrite, Group: "generic", Since: "1.0.0", Summary: "Deletes one or more keys."})
+	add(&Command{Name: "unlink", Arity: -2, Flags: fWF, First: 1, Last: -1, Categories: "@keyspace @write @fast", Tips: []string{"request_policy:multi_shard", "response_policy:agg_sum"}, Kind: KindWrite, Group: "generic", Since: "4.0.0", Summary: "Asynchronously deletes one or more keys."})
+	add(&Command{Name: "exists", Arity: -2, Flags: fROF, First: 1, Last: -1, Categories: "@keyspace @read @fast", Tips: []string{"request_policy:multi_shard", "response_policy:agg_sum"}, Kind: KindRead, Group: "generic", Since: "1.0.0", Summary: "Determines whether one or more keys exist."})
+	add(&Command{Name: "type", Arity: 2, Flags: fROF, First: 1, Last: 1, Categories: "@keyspace @read @fast", Kind: KindRead, Group: "generic", Since: "1.0.0", Summary: "Determines the type of value stored at a key."})
+	add(&Command{Name: "set", Arity: -3, Flags: FlagWrite | FlagDenyOOM, First: 1, Last: 1, Categories: "@write @string @slow", Kind: KindWrite, Group: "string", Since: "1.0.0", Summary: "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist."})
+	add(&Command{Name: "get", Arity: 2, Flags: fROF, First: 1, Last: 1, Categories: "@read @string @fast", Kind: KindRead, Group: "string", Since: "1.0.0", Summary: "Returns the string value of a key."})
+	add(&Command{Name: "rename", Arity: 3, Flags: FlagWrite, First: 1, Last: 2, Categories: "@keyspace @write @slow", Kind: KindWrite, Group: "generic", Since: "1.0.0", Summary: "Renames a key and overwrites the destination."})
+	add(&Command{Name: "scan", Arity: -2, Flags: fRO, Categories: "@keyspace @read @slow", Tips: []string{"nondeterministic_output", "request_policy:special"}, Kind: KindLocal, local: cmdScan, Group: "generic", Since: "2.8.0", Summary: "Iterates over the key names in the database."})
+	add(&Command{Name: "keys", Arity: 2, Flags: fRO, Categories: "@keyspace @read @slow @dangerous", Tips: []string{"request_policy:all_shards", "nondeterministic_output_order"}, Kind: KindLocal, local: cmdKeys, Group: "generic", Since: "1.0.0", Summary: "Returns all key names that match a pattern."})
+	add(&Command{Name: "dbsize", Arity: 1, Flags: fROF, Categories: "@keyspace @read @fast", Tips: []string{"request_policy:all_shards", "response_policy:agg_sum"}, Kind: KindLocal, local: cmdDBSize, Group: "server", Since: "1.0.0", Summary: "Returns the number of keys in the database."})
+	add(&Command{Name: "flushall", Arity: -1, Flags: FlagWrite, Categories: "@keyspace @write @slow @dangerous", Tips: []string{"request_policy:all_shards", "response_policy:all_succeeded"}, Kind: KindLocal, local: cmdFlushAll, Group: "server", Since: "1.0.0", Summary: "Removes all keys from all databases."})
+	add(&Command{Name: "flushdb", Arity: -1, Flags: FlagWrite, Categories: "@keyspace @write @slow @dangerous", Tips: []string{"request_policy:all_shards", "response_policy:all_succeeded"}, Kind: KindLocal, local: cmdFlushAll, Group: "server", Since: "1.0.0", Summary: "Remove all keys from the current database."})
+	memory := add(&Command{Name: "memory", Arity: -2, Categories: "@slow", Group: "server", Since: "4.0.0", Summary: "A container for memory diagnostics commands."})
+	sub(memory,
+		&Command{Name: "usage", Arity: -3, Flags: fRO, First: 2, Last: 2, Categories: "@read @slow", Kind: KindRead, Group: "server", Since: "4.0.0", Summary: "Estimates the memory usage of a key."},
+	)
+	object := add(&Command{Name: "object", Arity: -2, Categories: "@slow", Group: "generic", Since: "2.2.3", Summary: "A container for object introspection commands."})
+	sub(object,
+		&Command{Name: "encoding", Arity: 3, Flags: fRO, First: 2, Last: 2, Categories: "@keyspace @read @slow", Kind: KindRead, Group: "generic", Since: "2.2.3", Summary: "Returns the internal encoding of a Redis object."},
+	)
+
+	// ---- connection and server (answered by resp) ----
+	add(&Command{Name: "ping", Arity: -1, Flags: FlagFast, Categories: "@fast @connection", Tips: []string{"request_policy:all_shards", "response_policy:all_succeeded"}, Kind: KindLocal, local: cmdPing, Group: "connection", Since: "1.0.0", Summary: "Returns the server's liveliness response."})
+	add(&Command{Name: "echo", Arity: 2, Flags: fLSF, Categories: "@fast @connection", Kind: KindLocal, local: cmdEcho, Group: "connection", Since: "1.0.0", Summary: "Returns the given string."})
+	add(&Command{Name: "hello", Arity: -1, Flags: FlagNoScript | fLSF | FlagNoAuth | FlagAllowBusy, Categories: "@fast @connection", Kind: KindLocal, local: cmdHello, Group: "connection", Since: "6.0.0", Summary: "Handshakes with the Redis server."})
+	add(&Command{Name: "auth", Arity: -2, Flags: FlagNoScript | fLSF | FlagNoAuth | FlagAllowBusy, Categories: "@fast @connection", Kind: KindLocal, local: cmdAuth, Group: "connection", Since: "1.0.0", Summary: "Authenticates the connection."})
+	add(&Command{Name: "select", Arity: 2, Flags: fLSF, Categories: "@fast @connection", Kind: KindLocal, local: cmdSelect, Group: "connection", Since: "1.0.0", Summary: "Changes the selected database."})
+	add(&Command{Name: "quit", Arity: -1, Flags: FlagNoScript | fLSF | FlagNoAuth | FlagAllowBusy, Categories: "@fast @connection", Kind: KindLocal, local: cmdQuit, Group: "connection", Since: "1.0.0", Summary: "Closes the connection."})
+	add(&Command{Name: "reset", Arity: 1, Flags: FlagNoScript | fLSF | FlagNoAuth | FlagAllowBusy, Categories: "@fast @connection", Kind: KindLocal, local: cmdReset, Group: "connection", Since: "6.2.0", Summary: "Resets the connection."})
+	add(&Command{Name: "readonly", Arity: 1, Flags: fLSF, Categories: "@fast @connection", Kind: KindLocal, local: cmdReadonly, Group: "cluster", Since: "3.0.0", Summary: "Enables read-only queries for a connection to a Redis Cluster replica node."})
+	add(&Command{Name: "readwrite", Arity: 1, Flags: fLSF, Categories: "@fast @connection", Kind: KindLocal, local: cmdReadwrite, Group: "cluster", Since: "3.0.0", Summary: "Enables read-write queries for a connection to a Reids Cluster replica node."})
+	add(&Command{Name: "asking", Arity: 1, Flags: FlagFast, Categories: "@fast @connection", Kind: KindLocal, local: cmdAsking, Group: "cluster", Since: "3.0.0", Summary: "Signals that a cluster client is following an -ASK redirect."})
+	add(&Command{Name: "time", Arity: 1, Flags: fLSF, Categories: "@fast", Tips: []string{"nondeterministic_output"}, Kind: KindLocal, local: cmdTime, Group: "server", Since: "2.6.0", Summary: "Returns the server time."})
+	add(&Command{Name: "wait", Arity: 3, Flags: FlagNoScript, Categories: "@slow @connection", Tips: []string{"request_policy:all_shards", "response_policy:agg_min"}, Kind: KindLocal, local: cmdWait, Group: "generic", Since: "3.0.0", Summary: "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed."})
+	add(&Command{Name: "info", Arity: -1, Flags: fHelp, Categories: "@slow @dangerous", Tips: []string{"nondeterministic_output", "request_policy:all_shards", "response_policy:special"}, Kind: KindLocal, local: cmdInfo, Group: "server", Since: "1.0.0", Summary: "Returns information and statistics about the server."})
+	add(&Command{Name: "debug", Arity: -2, Flags: fAdm, Categories: "@admin @slow @dangerous", Kind: KindLocal, local: cmdDebug, Group: "server", Since: "1.0.0", Summary: "A container for debugging commands."})
+	add(&Command{Name: "multi", Arity: 1, Flags: FlagNoScript | fLSF | FlagAllowBusy, Categories: "@fast @transaction", Kind: KindLocal, Group: "transactions", Since: "1.2.0", Summary: "Starts a transaction."})
+	add(&Command{Name: "exec", Arity: 1, Flags: FlagNoScript | fHelp | FlagSkipSlowlog, Categories: "@slow @transaction", Kind: KindLocal, Group: "transactions", Since: "1.2.0", Summary: "Executes all commands in a transaction."})
+	add(&Command{Name: "discard", Arity: 1, Flags: FlagNoScript | fLSF | FlagAllowBusy, Categories: "@fast @transaction", Kind: KindLocal, Group: "transactions", Since: "2.0.0", Summary: "Discards a transaction."})
+
+	client := add(&Command{Name: "client", Arity: -2, Categories: "@slow", Group: "connection", Since: "2.4.0", Summary: "A container for client connection commands."})
+	cc := "@slow @connection"
+	ca := "@admin @slow @dangerous @connection"
+	sub(client,
+		&Command{Name: "id", Arity: 2, Flags: fConn, Categories: cc, Kind: KindLocal, local: cmdClientID, Group: "connection", Since: "5.0.0", Summary: "Returns the unique client ID of the connection."},
+		&Command{Name: "getname", Arity: 2, Flags: fConn, Categories: cc, Kind: KindLocal, local: cmdClientGetName, Group: "connection", Since: "2.6.9", Summary: "Returns the name of the connection."},
+		&Command{Name: "setname", Arity: 3, Flags: fConn, Categories: cc, Kind: KindLocal, local: cmdClientSetName, Group: "connection", Since: "2.6.9", Summary: "Sets the connection name."},
+		&Command{Name: "setinfo", Arity: 4, Flags: fConn, Categories: cc, Kind: KindLocal, local: cmdClientSetInfo, Group: "connection", Since: "7.2.0", Summary: "Sets information specific to the client or connection."},
+		&Command{Name: "info", Arity: 2, Flags: fConn, Categories: cc, Kind: KindLocal, local: cmdClientInfo, Group: "connection", Since: "6.2.0", Summary: "Returns information about the connection."},
+		&Command{Name: "list", Arity: -2, Flags: fAdm, Categories: ca, Tips: []string{"nondeterministic_output"}, Kind: KindLocal, local: cmdClientList, Group: "connection", Since: "2.4.0", Summary: "Lists open connections."},
+		&Command{Name: "kill", Arity: -3, Flags: fAdm, Categories: ca, Kind: KindLocal, local: cmdClientKill, Group: "connection", Since: "2.4.0", Summary: "Terminates open connections."},
+		&Command{Name: "no-evict", Arity: 3, Flags: fAdm, Categories: ca, Kind: KindLocal, local: cmdClientOnOff, Group: "connection", Since: "7.0.0", Summary: "Sets the client eviction mode of the connection."},
+		&Command{Name: "no-touch", Arity: 3, Flags: fConn, Categories: cc, Kind: KindLocal, local: cmdClientOnOff, Group: "connection", Since: "7.2.0", Summary: "Controls whether commands sent by the client affect the LRU/LFU of accessed keys."},
+	)
+	config := add(&Command{Name: "config", Arity: -2, Categories: "@slow", Group: "server", Since: "2.0.0", Summary: "A container for server configuration commands."})
+	sub(config,
+		&Command{Name: "get", Arity: -3, Flags: fAdm, Categories: "@admin @slow @dangerous", Kind: KindLocal, local: cmdConfigGet, Group: "server", Since: "2.0.0", Summary: "Returns the effective values of configuration parameters."},
+		&Command{Name: "set", Arity: -4, Flags: fAdm, Categories: "@admin @slow @dangerous", Tips: []string{"request_policy:all_nodes", "response_policy:all_succeeded"}, Kind: KindLocal, local: cmdConfigSet, Group: "server", Since: "2.0.0", Summary: "Sets configuration parameters in-flight."},
+		&Command{Name: "resetstat", Arity: 2, Flags: fAdm, Categories: "@admin @slow @dangerous", Kind: KindLocal, local: cmdConfigResetStat, Group: "server", Since: "2.0.0", Summary: "Resets the server's statistics."},
+	)
+	function := add(&Command{Name: "function", Arity: -2, Categories: "@slow", Group: "scripting", Since: "7.0.0", Summary: "A container for function commands."})
+	sub(function,
+		&Command{Name: "flush", Arity: -2, Flags: FlagWrite | FlagNoScript, Categories: "@write @slow @scripting", Kind: KindLocal, local: cmdFunctionFlush, Group: "scripting", Since: "7.0.0", Summary: "Deletes all libraries and functions."},
+		&Command{Name: "list", Arity: -2, Flags: FlagNoScript, Categories: "@slow @scripting", Kind: KindLocal, local: cmdFunctionList, Group: "scripting", Since: "7.0.0", Summary: "Returns information about all libraries."},
+	)
+	cluster := add(&Command{Name: "cluster", Arity: -2, Categories: "@slow", Group: "cluster", Since: "3.0.0", Summary: "A container for Redis Cluster commands."})
+	sub(cluster,
+		&Command{Name: "keyslot", Arity: 3, Flags: FlagStale, Categories: "@slow", Kind: KindLocal, local: cmdClusterKeyslot, Group: "cluster", Since: "3.0.0", Summary: "Returns the hash slot for a key."},
+		&Command{Name: "myid", Arity: 2, Flags: FlagStale, Categories: "@slow", Kind: KindLocal, local: cmdClusterMyID, Group: "cluster", Since: "3.0.0", Summary: "Returns the ID of a node."},
+		&Command{Name: "slots", Arity: 2, Flags: FlagStale, Categories: "@slow", Tips: []string{"nondeterministic_output"}, Kind: KindLocal, local: cmdClusterSlots, Group: "cluster", Since: "3.0.0", Summary: "Returns the mapping of cluster slots to nodes."},
+		&Command{Name: "shards", Arity: 2, Flags: FlagStale, Categories: "@slow", Tips: []string{"nondeterministic_output"}, Kind: KindLocal, local: cmdClusterShards, Group: "cluster", Since: "7.0.0", Summary: "Returns the mapping of cluster slots to shards."},
+		&Command{Name: "nodes", Arity: 2, Flags: FlagStale, Categories: "@slow", Tips: []string{"nondeterministic_output"}, Kind: KindLocal, local: cmdClusterNodes, Group: "cluster", Since: "3.0.0", Summary: "Returns the cluster configuration for a node."},
+		&Command{Name: "info", Arity: 2, Flags: FlagStale, Categories: "@slow", Tips: []string{"nondeterministic_output"}, Kind: KindLocal, local: cmdClusterInfo, Group: "cluster", Since: "3.0.0", Summary: "Returns information about the state of a node."},
+		&Command{Name: "countkeysinslot", Arity: 3, Flags: FlagStale, Categories: "@slow", Kind: KindLocal, local: cmdClusterCountKeys, Group: "cluster", Since: "3.0.0", Summary: "Returns the number of keys in a hash slot."},
+		&Command{Name: "getkeysinslot", Arity: 4, Flags: FlagStale, Categories: "@slow", Tips: []string{"nondeterministic_output"}, Kind: KindLocal, local: cmdClusterGetKeys, Group: "cluster", Since: "3.0.0", Summary: "Returns the key names in a hash slot."},
+	)
+	command := add(&Command{Name: "command", Arity: -1, Flags: fHelp, Categories: "@slow @connection", Tips: []string{"nondeterministic_output_order"}, Kind: KindLocal, local: cmdCommand, Group: "server", Since: "2.8.13", Summary: "Returns detailed information about all commands."})
+	sub(command,
+		&Command{Name: "count", Arity: 2, Flags: fHelp, Categories: "@slow @connection", Kind: KindLocal, local: cmdCommandCount, Group: "server", Since: "2.8.13", Summary: "Returns a count of commands."},
+		&Command{Name: "info", Arity: -2, Flags: fHelp, Categories: "@slow @connection", Tips: []string{"nondeterministic_output_order"}, Kind: KindLocal, local: cmdCommandInfo, Group: "server", Since: "2.8.13", Summary: "Returns information about one, multiple or all commands."},
+		&Command{Name: "docs", Arity: -2, Flags: fHelp, Categories: "@slow @connection", Tips: []string{"nondeterministic_output_order"}, Kind: KindLocal, local: cmdCommandDocs, Group: "server", Since: "7.0.0", Summary: "Returns documentary information about one, multiple or all commands."},
+		&Command{Name: "getkeys", Arity: -4, Flags: fHelp, Categories: "@slow @connection", Kind: KindLocal, local: cmdCommandGetKeys, Group: "server", Since: "2.8.13", Summary: "Extracts the key names from an arbitrary command."},
+		&Command{Name: "list", Arity: -2, Flags: fHelp, Categories: "@slow @connection", Tips: []string{"nondeterministic_output_order"}, Kind: KindLocal, local: cmdCommandList, Group: "server", Since: "7.0.0", Summary: "Returns a list of command names."},
+	)
+	// COMMAND with no subcommand is answered by the container itself.
+	command.Kind = KindLocal
+}
+
+// lookup finds the table row for argv: the command, or its subcommand for
+// containers. It returns a Redis error reply for unknown commands and
+// subcommands and for arity mismatches.
+func lookup(argv [][]byte) (*Command, *errReply) {
+	name := strings.ToLower(string(argv[0]))
+	cmd, ok := table[name]
+	if !ok {
+		return nil, unknownCommand(argv)
+	}
+	if cmd.Sub != nil && !(cmd.Kind == KindLocal && len(argv) == 1) {
+		if len(argv) < 2 {
+			return nil, wrongArity(name)
+		}
+		s, ok := cmd.Sub[strings.ToLower(string(argv[1]))]
+		if !ok {
+			return nil, errorf("ERR unknown subcommand '%.128s'. Try %s HELP.", argv[1], strings.ToUpper(name))
+		}
+		cmd = s
+		name = s.Name
+	}
+	if !arityOK(cmd.Arity, len(argv)) {
+		return nil, wrongArity(name)
+	}
+	return cmd, nil
+}
+
+// unknownCommand is Redis's error for an unknown command name, quoting up to
+// 128 bytes of arguments.
+func unknownCommand(argv [][]byte) *errReply {
+	var args strings.Builder
+	for _, a := range argv[1:] {
+		if args.Len() >= 128 {
+			break
+		}
+		room := 128 - args.Len()
+		if len(a) > room {
+			a = a[:room]
+		}
+		args.WriteString("'")
+		args.Write(a)
+		args.WriteString("' ")
+	}
+	name := argv[0]
+	if len(name) > 128 {
+		name = name[:128]
+	}
+	return errorf("ERR unknown command '%s', with args beginning with: %s", name, args.String())
+}
+
+func wrongArity(name string) *errReply {
+	return errorf("ERR wrong number of arguments for '%s' command", name)
+}
+
+// sortedNames returns the table's top-level names in order.
+func sortedNames() []string {
+	out := make([]string, 0, len(table))
+	for n := range table {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
