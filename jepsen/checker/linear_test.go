@@ -14,7 +14,7 @@ func TestLinearizable(t *testing.T) {
 		b.inv(1, history.XAdd, s, &history.Value{Value: "b"})
 		b.inv(2, history.XRange, s, &history.Value{Full: true})
 		b.done(2, history.OK, &history.Value{Full: true, Entries: es("1-0", "a", "2-0", "b")})
-		b.done(1, history.Info, nil) // timed out, but a read saw it
+		b.done(1, history.Info, nil)                                            // timed out, but a read saw it
 		b.op(3, history.XAdd, s, history.Info, &history.Value{Value: "c"}, nil) // never seen
 		b.add1(0, s, "d", "4-0")
 		b.read(2, s, es("1-0", "a", "2-0", "b", "4-0", "d")...)
