@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -119,5 +120,72 @@ func TestRunAgainstRedisVerified(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "xadd") || !strings.Contains(stdout.String(), "verify OK") {
 		t.Errorf("progress or table missing:\nstderr:\n%s", stderr.String())
+	}
+}
+
+// TestRunVerifyDetectsLoss deletes entries behind the consumers' back
+// (XTRIM MAXLEN 0 in a loop while a deliberately slow consumer reads one
+// entry at a time): --verify must report missing orders and run must fail.
+func TestRunVerifyDetectsLoss(t *testing.T) {
+	addr := resptest.StartRedis(t)
+	cfg := DefaultConfig()
+	cfg.Addrs = []string{addr}
+	cfg.Partitions = 1
+	cfg.Producers = 2
+	cfg.Pipeline = 64
+	cfg.Consumers = 1
+	cfg.Groups = []string{"billing"}
+	cfg.ReadCount = 1
+	cfg.Block = 20 * time.Millisecond
+	cfg.Duration = time.Second
+	cfg.Rate = 4000
+	cfg.DrainTimeout = 5 * time.Second
+	cfg.Verify = true
+	cfg.Progress = false
+	cfg.JSONPath = filepath.Join(t.TempDir(), "out.json")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		conn, err := resptest.Dial(addr)
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		for i := 0; i < 100_000; i++ { // bounded; the run ends much sooner
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := conn.Do("XTRIM", streamKey(cfg.Prefix, 0), "MAXLEN", "0"); err != nil {
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	var stdout, stderr bytes.Buffer
+	err := run(ctx, cfg, &stdout, &stderr)
+	close(stop)
+	<-done
+	if !errors.Is(err, ErrVerifyFailed) {
+		t.Fatalf("run = %v, want ErrVerifyFailed\n%s", err, stdout.String())
+	}
+	var rep struct {
+		Verify Verdict `json:"verify"`
+	}
+	b, _ := os.ReadFile(cfg.JSONPath)
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Verify.OK || len(rep.Verify.Groups) != 1 || rep.Verify.Groups[0].Missing == 0 ||
+		rep.Verify.Groups[0].Unique+rep.Verify.Groups[0].Missing != rep.Verify.Acked {
+		t.Fatalf("verdict: %+v", rep.Verify)
+	}
+	if !strings.Contains(stdout.String(), "verify FAILED") {
+		t.Fatalf("table does not say FAILED:\n%s", stdout.String())
 	}
 }

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/redis/go-redis/v9"
+)
+
+// TestReaderClaimsStaleEntries: entries delivered to a consumer that died
+// without XACK are taken over by XAUTOCLAIM, processed as claimed
+// deliveries and acknowledged, leaving the PEL empty.
+func TestReaderClaimsStaleEntries(t *testing.T) {
+	addr := resptest.StartRedis(t)
+	ctx := context.Background()
+	c := redis.NewClient(&redis.Options{Addr: addr, DisableIdentity: true})
+	defer c.Close()
+	key := streamKey("orders", 0)
+	if err := c.XGroupCreateMkStream(ctx, key, "billing", "$").Err(); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for seq := uint64(1); seq <= 3; seq++ {
+		id := c.XAdd(ctx, &redis.XAddArgs{Stream: key, Values: []string{"order_id", orderID("run1", newOrderKey(0, seq)), "ts_ns", "1"}}).Val()
+		want = append(want, id)
+	}
+	// An entry of another run is acknowledged too, but not counted as ours.
+	c.XAdd(ctx, &redis.XAddArgs{Stream: key, Values: []string{"order_id", "old-0-1"}})
+	if n := len(c.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "billing", Consumer: "dead", Streams: []string{key, ">"}, Count: 10, Block: -1}).Val()[0].Messages); n != 4 {
+		t.Fatalf("dead consumer read %d entries", n)
+	}
+
+	cfg := DefaultConfig()
+	cfg.MinIdle = 20 * time.Millisecond
+	cfg.Verify = true
+	st := NewStats(1, time.Now())
+	r := &reader{cfg: &cfg, run: "run1", group: "billing", consumer: "alive", keys: []string{key},
+		partOf: map[string]int32{key: 0}, client: c, stats: st.Shard(0), errs: &errorLog{}}
+	deadline := time.Now().Add(5 * time.Second)
+	claimed := 0
+	for claimed == 0 && time.Now().Before(deadline) {
+		claimed = r.claim(ctx) // nothing until the entries are 20ms idle
+		if claimed == 0 {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if claimed != 4 || len(r.log) != 3 {
+		t.Fatalf("claimed %d, recorded %d: %+v (errors %v)", claimed, len(r.log), r.log, r.errs.Summary())
+	}
+	for i, cs := range r.log {
+		if !cs.Claimed || cs.ID.String() != want[i] || cs.Key != newOrderKey(0, uint64(i+1)) {
+			t.Errorf("delivery %d: %+v, want claimed %s", i, cs, want[i])
+		}
+	}
+	if p := c.XPending(ctx, key, "billing").Val(); p.Count != 0 {
+		t.Fatalf("PEL not empty after claim: %+v", p)
+	}
+	if !r.nothingPending(ctx) {
+		t.Fatalf("nothingPending false with empty PEL")
+	}
+	tot := st.Harvest(time.Now())
+	if st.total.msgs[0] != 3 || st.total.foreign[0] != 1 || st.total.ops[opXAutoClaim] == 0 || tot.ConsumedPerSec[0] <= 0 {
+		t.Fatalf("stats: msgs %d foreign %d claims %d", st.total.msgs[0], st.total.foreign[0], st.total.ops[opXAutoClaim])
+	}
+}
+
+// TestRunClusterModeVerified runs the workload with the cluster client
+// against a one-node Redis Cluster holding every slot: each partition is
+// routed by its hash tag and read by its own reader.
+func TestRunClusterModeVerified(t *testing.T) {
+	addr := resptest.StartRedis(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
+	conn, err := resptest.Dial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if r, err := conn.Do("CLUSTER", "ADDSLOTSRANGE", "0", "16383"); err != nil || string(r) != "+OK\r\n" {
+		t.Fatalf("addslots: %q %v", r, err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r, err := conn.Do("CLUSTER", "INFO")
+		if err == nil && bytes.Contains(r, []byte("cluster_state:ok")) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cluster not ok: %q %v", r, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cfg := DefaultConfig()
+	cfg.Addrs = []string{addr}
+	cfg.Cluster = true
+	cfg.Partitions = 4
+	cfg.Producers = 2
+	cfg.Consumers = 2
+	cfg.Pipeline = 8
+	cfg.Duration = 0
+	cfg.Count = 2000
+	cfg.MaxLen = 100000
+	cfg.Block = 50 * time.Millisecond
+	cfg.Verify = true
+	cfg.Progress = false
+	var stdout, stderr bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := run(ctx, cfg, &stdout, &stderr); err != nil {
+		t.Fatalf("run: %v\n%s\n%s", err, stdout.String(), stderr.String())
+	}
+	out := stdout.String()
+	t.Logf("stdout:\n%s", out)
+	if !strings.Contains(out, "produced 2000 orders") || !strings.Contains(out, "verify OK: 2000 acknowledged") {
+		t.Fatalf("unexpected report:\n%s", out)
+	}
+}
+
+// TestParseFlags maps flags onto Config and rejects invalid values by field.
+func TestParseFlags(t *testing.T) {
+	var stderr bytes.Buffer
+	c, err := ParseFlags([]string{"--addr", "a:1, b:2", "--cluster", "--partitions", "8", "-P", "16",
+		"--groups", "x,y,z", "--count", "100", "--duration", "0", "--maxlen", "1000", "--verify", "--seed", "9"}, &stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Addrs) != 2 || c.Addrs[1] != "b:2" || !c.Cluster || c.Partitions != 8 || c.Pipeline != 16 ||
+		len(c.Groups) != 3 || c.Count != 100 || c.Duration != 0 || c.MaxLen != 1000 || !c.Verify || c.Seed != 9 {
+		t.Fatalf("parsed %+v", c)
+	}
+	for _, bad := range [][]string{
+		{"--partitions", "0"}, {"--duration", "0"}, {"--groups", "a,a"}, {"--block", "0s"},
+		{"--protocol", "4"}, {"--prefix", "o{x}"}, {"--consumers", "0", "--verify"}, {"extra"},
+	} {
+		if _, err := ParseFlags(bad, &stderr); err == nil {
+			t.Errorf("ParseFlags(%q) accepted", bad)
+		}
+	}
+}
+
+// TestQuotaAndRouting: the count budget is handed out exactly, and order
+// routing is stable and covers every partition.
+func TestQuotaAndRouting(t *testing.T) {
+	q := &quota{limit: 10}
+	got := 0
+	for range 10 {
+		got += q.take(4)
+	}
+	if got != 10 {
+		t.Fatalf("quota handed out %d of 10", got)
+	}
+	seen := map[int]int{}
+	for i := range 1600 {
+		id := orderID("r", newOrderKey(i%50, uint64(i)))
+		p := partitionOf(id, 16)
+		if p != partitionOf(id, 16) || p < 0 || p >= 16 {
+			t.Fatalf("partitionOf(%q) = %d", id, p)
+		}
+		seen[p]++
+	}
+	for p := range 16 {
+		if seen[p] < 50 { // 100 expected per partition
+			t.Errorf("partition %d got %d of 1600 orders", p, seen[p])
+		}
+	}
+	if k := streamKey("orders", 3); k != "orders:{3}" {
+		t.Fatalf("streamKey = %q", k)
+	}
+}
