@@ -1,0 +1,566 @@
+package engine
+
+import (
+	"hash/fnv"
+	"slices"
+	"strconv"
+)
+
+// Keyspace commands: DEL, UNLINK, EXISTS, TYPE, SCAN, KEYS, DBSIZE,
+// FLUSHALL, FLUSHDB, SET, GET, RENAME, RENAMENX, OBJECT ENCODING.
+//
+// Replies never depend on Go map order: KEYS returns keys sorted, and SCAN
+// walks keys in (hash, key) order where hash is FNV-1a 64 of the key with
+// the low bit set; the cursor is the hash of the next key to return (0 =
+// done). Keys present for a whole scan are returned at least once, as Redis
+// guarantees, whatever is added or removed meanwhile.
+
+func init() {
+	register("del", func(e *Engine, now int64, argv [][]byte) Reply { return cmdDel(e, argv, "del") })
+	register("unlink", func(e *Engine, now int64, argv [][]byte) Reply { return cmdDel(e, argv, "unlink") })
+	register("exists", cmdExists)
+	register("type", cmdType)
+	register("scan", cmdScan)
+	register("keys", cmdKeys)
+	register("dbsize", cmdDBSize)
+	register("flushall", func(e *Engine, now int64, argv [][]byte) Reply { return cmdFlush(e, argv, "flushall") })
+	register("flushdb", func(e *Engine, now int64, argv [][]byte) Reply { return cmdFlush(e, argv, "flushdb") })
+	register("set", cmdSet)
+	register("get", cmdGet)
+	register("rename", func(e *Engine, now int64, argv [][]byte) Reply { return cmdRename(e, argv, false) })
+	register("renamenx", func(e *Engine, now int64, argv [][]byte) Reply { return cmdRename(e, argv, true) })
+	register("object", cmdObject)
+	registerValidator("set", func(argv [][]byte) *Error { _, err := setSyntax(argv); return err })
+	registerValidator("flushall", func(argv [][]byte) *Error { return flushSyntax(argv, "flushall") })
+	registerValidator("flushdb", func(argv [][]byte) *Error { return flushSyntax(argv, "flushdb") })
+	registerValidator("del", func(argv [][]byte) *Error { return arityAtLeast(argv, 2, "del") })
+	registerValidator("unlink", func(argv [][]byte) *Error { return arityAtLeast(argv, 2, "unlink") })
+	registerValidator("rename", func(argv [][]byte) *Error { return arityExact(argv, 3, "rename") })
+	registerValidator("renamenx", func(argv [][]byte) *Error { return arityExact(argv, 3, "renamenx") })
+}
+
+var errInvalidCursor = &Error{Msg: "ERR invalid cursor"}
+
+func arityExact(argv [][]byte, n int, name string) *Error {
+	if len(argv) != n {
+		return WrongArity(name)
+	}
+	return nil
+}
+
+// deleteKey removes key, signalling blocked readers when it held a stream
+// (Redis's signalDeletedKeyAsReady).
+func (e *Engine) deleteKey(key string) bool {
+	v, ok := e.keys[key]
+	if !ok {
+		return false
+	}
+	delete(e.keys, key)
+	if v.Kind == KindStream {
+		e.signal(key)
+	}
+	return true
+}
+
+// setKey stores v at key (replacing any value), signalling when it is a
+// stream (dbAdd's signalKeyAsReady).
+func (e *Engine) setKey(key string, v *Value) {
+	old, had := e.keys[key]
+	e.keys[key] = v
+	if v.Kind == KindStream || (had && old.Kind == KindStream) {
+		e.signal(key)
+	}
+}
+
+func cmdDel(e *Engine, argv [][]byte, name string) Reply {
+	if len(argv) < 2 {
+		return WrongArity(name)
+	}
+	n := 0
+	for _, k := range argv[1:] {
+		if e.deleteKey(string(k)) {
+			n++
+		}
+	}
+	return Integer(n)
+}
+
+func cmdExists(e *Engine, now int64, argv [][]byte) Reply {
+	if len(argv) < 2 {
+		return WrongArity("exists")
+	}
+	n := 0
+	for _, k := range argv[1:] {
+		if _, ok := e.keys[string(k)]; ok {
+			n++
+		}
+	}
+	return Integer(n)
+}
+
+// typeName is the TYPE reply of v.
+func typeName(v *Value) string {
+	if v == nil {
+		return "none"
+	}
+	if v.Kind == KindStream {
+		return "stream"
+	}
+	return "string"
+}
+
+func cmdType(e *Engine, now int64, argv [][]byte) Reply {
+	if len(argv) != 2 {
+		return WrongArity("type")
+	}
+	return SimpleString(typeName(e.keys[string(argv[1])]))
+}
+
+func cmdDBSize(e *Engine, now int64, argv [][]byte) Reply {
+	if len(argv) != 1 {
+		return WrongArity("dbsize")
+	}
+	return Integer(len(e.keys))
+}
+
+// sortedKeys returns all keys in byte order.
+func (e *Engine) sortedKeys() []string {
+	ks := make([]string, 0, len(e.keys))
+	for k := range e.keys {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+func cmdKeys(e *Engine, now int64, argv [][]byte) Reply {
+	if len(argv) != 2 {
+		return WrongArity("keys")
+	}
+	out := Array{}
+	all := len(argv[1]) == 1 && argv[1][0] == '*'
+	for _, k := range e.sortedKeys() {
+		if all || globMatch(argv[1], []byte(k), false) {
+			out = append(out, BulkString(k))
+		}
+	}
+	return out
+}
+
+// scanHash orders keys for SCAN; never 0 so that 0 can mean "done".
+func scanHash(k string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(k))
+	return h.Sum64() | 1
+}
+
+func cmdScan(e *Engine, now int64, argv [][]byte) Reply {
+	if len(argv) < 2 {
+		return WrongArity("scan")
+	}
+	cursor, err := strconv.ParseUint(string(argv[1]), 10, 64)
+	if err != nil {
+		return errInvalidCursor
+	}
+	count := int64(10)
+	var pat, typ []byte
+	for i := 2; i < len(argv); i += 2 {
+		more := len(argv) - i
+		switch {
+		case eqFold(argv[i], "COUNT") && more >= 2:
+			v, err := parseInt(argv[i+1])
+			if err != nil {
+				return err
+			}
+			if v < 1 {
+				return ErrSyntax
+			}
+			count = v
+		case eqFold(argv[i], "MATCH") && more >= 2:
+			pat = argv[i+1]
+			if len(pat) == 1 && pat[0] == '*' {
+				pat = nil
+			}
+		case eqFold(argv[i], "TYPE") && more >= 2:
+			typ = argv[i+1]
+		default:
+			return ErrSyntax
+		}
+	}
+	type hk struct {
+		h uint64
+		k string
+	}
+	var cand []hk
+	for k := range e.keys {
+		if h := scanHash(k); h >= cursor {
+			cand = append(cand, hk{h, k})
+		}
+	}
+	slices.SortFunc(cand, func(a, b hk) int {
+		if a.h != b.h {
+			if a.h < b.h {
+				return -1
+			}
+			return 1
+		}
+		if a.k < b.k {
+			return -1
+		} else if a.k > b.k {
+			return 1
+		}
+		return 0
+	})
+	n := int(min(count, int64(len(cand))))
+	// Never split keys sharing a hash across calls.
+	for n < len(cand) && n > 0 && cand[n].h == cand[n-1].h {
+		n++
+	}
+	next := uint64(0)
+	if n < len(cand) {
+		next = cand[n].h
+	}
+	keys := Array{}
+	for _, c := range cand[:n] {
+		if pat != nil && !globMatch(pat, []byte(c.k), false) {
+			continue
+		}
+		if typ != nil && !eqFoldStr(typ, typeName(e.keys[c.k])) {
+			continue
+		}
+		keys = append(keys, BulkString(c.k))
+	}
+	return Array{BulkString(strconv.AppendUint(nil, next, 10)), keys}
+}
+
+// eqFoldStr compares ASCII case-insensitively.
+func eqFoldStr(a []byte, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if x >= 'A' && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if y >= 'A' && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+func flushSyntax(argv [][]byte, name string) *Error {
+	if len(argv) > 2 {
+		return ErrSyntax
+	}
+	if len(argv) == 2 && !eqFold(argv[1], "ASYNC") && !eqFold(argv[1], "SYNC") {
+		return ErrSyntax
+	}
+	return nil
+}
+
+func cmdFlush(e *Engine, argv [][]byte, name string) Reply {
+	if err := flushSyntax(argv, name); err != nil {
+		return err
+	}
+	for _, k := range e.sortedKeys() {
+		e.deleteKey(k)
+	}
+	return OK
+}
+
+// ---- strings --------------------------------------------------------------
+
+type setArgs struct {
+	nx, xx, get bool
+}
+
+var errSetExpire = &Error{Msg: "ERR invalid expire time in 'set' command"}
+
+// errNoExpire is returned for SET with EX/PX/EXAT/PXAT: keys never expire
+// in this engine (expiry would need a replicated clock-driven deletion).
+var errNoExpire = &Error{Msg: "ERR key expiration is not supported"}
+
+// setSyntax parses SET key value [NX|XX] [GET] [KEEPTTL|EX s|PX ms|EXAT t|PXAT t]
+// as Redis's parseExtendedStringArgumentsOrReply does.
+func setSyntax(argv [][]byte) (setArgs, *Error) {
+	var a setArgs
+	if len(argv) < 3 {
+		return a, WrongArity("set")
+	}
+	expire := false
+	keepTTL := false
+	for i := 3; i < len(argv); i++ {
+		o := argv[i]
+		hasNext := i+1 < len(argv)
+		switch {
+		case eqFold(o, "NX") && !a.xx:
+			a.nx = true
+		case eqFold(o, "XX") && !a.nx:
+			a.xx = true
+		case eqFold(o, "GET"):
+			a.get = true
+		case eqFold(o, "KEEPTTL") && !expire:
+			keepTTL = true
+		case (eqFold(o, "EX") || eqFold(o, "PX") || eqFold(o, "EXAT") || eqFold(o, "PXAT")) && !keepTTL && !expire && hasNext:
+			expire = true
+			i++
+			v, err := parseInt(argv[i])
+			if err != nil {
+				return a, err
+			}
+			if v <= 0 {
+				return a, errSetExpire
+			}
+		default:
+			return a, ErrSyntax
+		}
+	}
+	if expire {
+		return a, errNoExpire
+	}
+	return a, nil
+}
+
+func cmdSet(e *Engine, now int64, argv [][]byte) Reply {
+	a, err := setSyntax(argv)
+	if err != nil {
+		return err
+	}
+	key := string(argv[1])
+	old, had := e.keys[key]
+	var prev Reply = NullBulk{}
+	if a.get && had {
+		if old.Kind != KindString {
+			return ErrWrongType
+		}
+		prev = BulkString(old.Str)
+	}
+	if (a.nx && had) || (a.xx && !had) {
+		if a.get {
+			return prev
+		}
+		return NullBulk{}
+	}
+	e.setKey(key, &Value{Kind: KindString, Str: append([]byte(nil), argv[2]...)})
+	if a.get {
+		return prev
+	}
+	return OK
+}
+
+func cmdGet(e *Engine, now int64, argv [][]byte) Reply {
+	if len(argv) != 2 {
+		return WrongArity("get")
+	}
+	v, ok := e.keys[string(argv[1])]
+	if !ok {
+		return NullBulk{}
+	}
+	if v.Kind != KindString {
+		return ErrWrongType
+	}
+	return BulkString(v.Str)
+}
+
+// ---- RENAME ---------------------------------------------------------------
+
+func cmdRename(e *Engine, argv [][]byte, nx bool) Reply {
+	name := "rename"
+	if nx {
+		name = "renamenx"
+	}
+	if len(argv) != 3 {
+		return WrongArity(name)
+	}
+	src, dst := string(argv[1]), string(argv[2])
+	v, ok := e.keys[src]
+	if !ok {
+		return ErrNoSuchKey
+	}
+	if src == dst {
+		if nx {
+			return Integer(0)
+		}
+		return OK
+	}
+	if _, exists := e.keys[dst]; exists && nx {
+		return Integer(0)
+	}
+	e.deleteKey(src)
+	e.setKey(dst, v)
+	if nx {
+		return Integer(1)
+	}
+	return OK
+}
+
+// ---- OBJECT ---------------------------------------------------------------
+
+func cmdObject(e *Engine, now int64, argv [][]byte) Reply {
+	if len(argv) < 2 {
+		return WrongArity("object")
+	}
+	if eqFold(argv[1], "ENCODING") && len(argv) == 3 {
+		v, ok := e.keys[string(argv[2])]
+		if !ok {
+			return NullBulk{}
+		}
+		return BulkString(v.encoding())
+	}
+	if eqFold(argv[1], "HELP") && len(argv) == 2 {
+		return objectHelp()
+	}
+	return Errorf("ERR unknown subcommand or wrong number of arguments for '%s'. Try OBJECT HELP.", argv[1])
+}
+
+// encoding is OBJECT ENCODING: a stream is "stream"; a string is "int" when
+// it is a canonical integer, "embstr" up to 44 bytes, "raw" beyond.
+func (v *Value) encoding() string {
+	if v.Kind == KindStream {
+		return "stream"
+	}
+	if _, ok := lpStringToInt64(v.Str); ok {
+		return "int"
+	}
+	if len(v.Str) <= 44 {
+		return "embstr"
+	}
+	return "raw"
+}
+
+func objectHelp() Reply {
+	lines := []string{
+		"OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+		"ENCODING <key>",
+		"    Return the kind of internal representation used in order to store the value",
+		"    associated with a <key>.",
+		"HELP",
+		"    Print this help.",
+	}
+	out := make(Array, len(lines))
+	for i, l := range lines {
+		out[i] = SimpleString(l)
+	}
+	return out
+}
+
+// globMatch is Redis's stringmatchlen: *, ?, [...] with ranges and ^, and
+// backslash escapes.
+func globMatch(p, s []byte, nocase bool) bool {
+	for len(p) > 0 {
+		switch p[0] {
+		case '*':
+			for len(p) > 1 && p[1] == '*' {
+				p = p[1:]
+			}
+			if len(p) == 1 {
+				return true
+			}
+			for i := 0; i <= len(s); i++ {
+				if globMatch(p[1:], s[i:], nocase) {
+					return true
+				}
+			}
+			return false
+		case '?':
+			if len(s) == 0 {
+				return false
+			}
+			s = s[1:]
+		case '[':
+			if len(s) == 0 {
+				return false
+			}
+			p = p[1:]
+			not := len(p) > 0 && p[0] == '^'
+			if not {
+				p = p[1:]
+			}
+			match := false
+			for {
+				if len(p) == 0 {
+					break
+				}
+				if p[0] == '\\' && len(p) >= 2 {
+					p = p[1:]
+					if p[0] == s[0] {
+						match = true
+					}
+				} else if p[0] == ']' {
+					break
+				} else if len(p) >= 3 && p[1] == '-' {
+					lo, hi := p[0], p[2]
+					if lo > hi {
+						lo, hi = hi, lo
+					}
+					c := s[0]
+					if nocase {
+						c, lo, hi = lowerByte(c), lowerByte(lo), lowerByte(hi)
+					}
+					if c >= lo && c <= hi {
+						match = true
+					}
+					p = p[2:]
+				} else if eqByte(p[0], s[0], nocase) {
+					match = true
+				}
+				p = p[1:]
+			}
+			if len(p) == 0 {
+				// Redis treats a missing ']' as the end of the class.
+				p = []byte{']'}
+			}
+			if not {
+				match = !match
+			}
+			if !match {
+				return false
+			}
+			s = s[1:]
+		case '\\':
+			if len(p) >= 2 {
+				p = p[1:]
+			}
+			fallthrough
+		default:
+			if len(s) == 0 || !eqByte(p[0], s[0], nocase) {
+				return false
+			}
+			s = s[1:]
+		}
+		p = p[1:]
+		if len(s) == 0 {
+			for len(p) > 0 && p[0] == '*' {
+				p = p[1:]
+			}
+			return len(p) == 0
+		}
+	}
+	return len(s) == 0
+}
+
+func lowerByte(c byte) byte {
+	if c >= 'A' && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+func eqByte(a, b byte, nocase bool) bool {
+	if nocase {
+		return lowerByte(a) == lowerByte(b)
+	}
+	return a == b
+}
+
+func arityAtLeast(argv [][]byte, n int, name string) *Error {
+	if len(argv) < n {
+		return WrongArity(name)
+	}
+	return nil
+}
