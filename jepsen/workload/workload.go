@@ -1,0 +1,191 @@
+package workload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/raftstream/raftstream/jepsen/history"
+)
+
+// Conn runs one command; go-redis's *redis.Client satisfies it through
+// Redis.
+type Conn interface {
+	Do(ctx context.Context, args ...any) (any, error)
+}
+
+// Redis adapts a go-redis client (use NewClient for the right options).
+type Redis struct{ C redis.UniversalClient }
+
+// Do runs args and returns the raw RESP2 reply.
+func (r Redis) Do(ctx context.Context, args ...any) (any, error) {
+	return r.C.Do(ctx, args...).Result()
+}
+
+// NewClient returns a go-redis client for the workload: RESP2 replies, no
+// client-side retries (a retried XADD could append twice), bounded timeouts.
+func NewClient(addr string, timeout time.Duration) *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, MaxRetries: -1,
+		DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout, PoolSize: 2,
+		ContextTimeoutEnabled: true})
+}
+
+// Config sizes a run.
+type Config struct {
+	Keys    []string      // streams; default ["s0"]
+	Group   string        // consumer group; default "g"
+	Clients int           // concurrent processes; default 4
+	Seed    int64         // seeds each process's operation choice (seed + process)
+	Timeout time.Duration // per operation; default 1s
+}
+
+func (c *Config) defaults() {
+	if len(c.Keys) == 0 {
+		c.Keys = []string{"s0"}
+	}
+	if c.Group == "" {
+		c.Group = "g"
+	}
+	if c.Clients == 0 {
+		c.Clients = 4
+	}
+	if c.Timeout == 0 {
+		c.Timeout = time.Second
+	}
+}
+
+// Workload is one run's clients. Target(p) returns the connection process p
+// uses for its next operation, so a nemesis can move clients (failover).
+type Workload struct {
+	cfg    Config
+	target func(p int) Conn
+	w      *history.Writer
+	procs  []*proc
+}
+
+// proc is one client's private state; only its goroutine touches it.
+type proc struct {
+	p        history.Process
+	rnd      *rand.Rand
+	n        int
+	lastRead map[string]string   // per key, last ID seen by XREAD
+	unacked  map[string][]string // per key, IDs delivered to this consumer
+}
+
+// New prepares a run recording to w.
+func New(cfg Config, target func(p int) Conn, w *history.Writer) *Workload {
+	cfg.defaults()
+	wl := &Workload{cfg: cfg, target: target, w: w}
+	for p := 0; p < cfg.Clients; p++ {
+		wl.procs = append(wl.procs, &proc{p: history.Process(p), rnd: rand.New(rand.NewSource(cfg.Seed + int64(p))),
+			lastRead: map[string]string{}, unacked: map[string][]string{}})
+	}
+	return wl
+}
+
+// Setup creates the consumer group on every stream at ID 0 (creating the
+// stream); an existing group is fine.
+func (wl *Workload) Setup(ctx context.Context) error {
+	for _, k := range wl.cfg.Keys {
+		_, err := wl.target(0).Do(ctx, "XGROUP", "CREATE", k, wl.cfg.Group, "0", "MKSTREAM")
+		if err != nil && !isCode(err, "BUSYGROUP") {
+			return fmt.Errorf("create group on %s: %w", k, err)
+		}
+	}
+	return nil
+}
+
+// Run runs ops randomly chosen operations on every process concurrently and
+// returns when all are done or ctx ends.
+func (wl *Workload) Run(ctx context.Context, ops int) {
+	var wg sync.WaitGroup
+	for _, pr := range wl.procs {
+		wg.Add(1)
+		go func(pr *proc) {
+			defer wg.Done()
+			for i := 0; i < ops && ctx.Err() == nil; i++ {
+				k := wl.cfg.Keys[pr.rnd.Intn(len(wl.cfg.Keys))]
+				wl.random(ctx, pr, k)
+			}
+		}(pr)
+	}
+	wg.Wait()
+}
+
+func (wl *Workload) random(ctx context.Context, pr *proc, k string) {
+	switch x := pr.rnd.Intn(100); {
+	case x < 40:
+		wl.xadd(ctx, pr, k)
+	case x < 50:
+		wl.xrange(ctx, pr, k)
+	case x < 60:
+		wl.xread(ctx, pr, k)
+	case x < 75:
+		wl.xreadgroup(ctx, pr, k, ">")
+	case x < 80:
+		wl.xreadgroup(ctx, pr, k, "0")
+	case x < 90:
+		wl.xack(ctx, pr, k)
+	case x < 95:
+		wl.xautoclaim(ctx, pr, k, "0-0")
+	default:
+		wl.xpending(ctx, pr, k)
+	}
+}
+
+// Final runs after the heal: on every stream, process 0 appends, tails,
+// drains the group (new entries, then everything pending, claimed and
+// acknowledged), probes the PEL, and reads the whole stream last.
+func (wl *Workload) Final(ctx context.Context) {
+	pr := wl.procs[0]
+	for _, k := range wl.cfg.Keys {
+		wl.xadd(ctx, pr, k)
+		wl.xread(ctx, pr, k)
+		for i := 0; i < 1000; i++ {
+			if n, ok := wl.xreadgroup(ctx, pr, k, ">"); !ok || n == 0 {
+				break
+			}
+		}
+		for i, from := 0, "0-0"; i < 1000; i++ {
+			next, ok := wl.xautoclaim(ctx, pr, k, from)
+			if !ok || next == "0-0" {
+				break
+			}
+			from = next
+		}
+		wl.xreadgroup(ctx, pr, k, "0")
+		for i := 0; i < 1000 && len(pr.unacked[k]) > 0; i++ {
+			if !wl.xack(ctx, pr, k) {
+				break
+			}
+		}
+		wl.xpending(ctx, pr, k)
+		wl.xrange(ctx, pr, k)
+	}
+}
+
+// do records inv, runs args on p's connection with the op timeout, and
+// returns the reply (redis.Nil becomes a nil reply with no error).
+func (wl *Workload) do(ctx context.Context, pr *proc, args ...any) (any, error) {
+	ctx, cancel := context.WithTimeout(ctx, wl.cfg.Timeout)
+	defer cancel()
+	r, err := wl.target(int(pr.p)).Do(ctx, args...)
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	return r, err
+}
+
+func isCode(err error, code string) bool {
+	var re interface{ RedisError() }
+	if !errors.As(err, &re) {
+		return false
+	}
+	s := err.Error()
+	return len(s) >= len(code) && s[:len(code)] == code
+}
