@@ -175,8 +175,10 @@ func cmdXGroup(e *Engine, now int64, argv [][]byte) Reply {
 			return err
 		}
 		if s == nil {
+			// MKSTREAM: dbAdd signals the new stream key as ready.
 			s = NewStream()
 			e.keys[string(argv[2])] = &Value{Kind: KindStream, Stream: s}
+			e.signal(string(argv[2]))
 		}
 		if s.createGroup(argv[3], id, a.entriesRead) == nil {
 			return Errorf("BUSYGROUP Consumer Group name already exists")

@@ -131,6 +131,10 @@ func TestGroup74Replies(t *testing.T) {
 		{5, "XCLAIM s g claimer 0 1-1", "[]"},
 		{6, "XAUTOCLAIM s g auto 0 0", "[0-0 [] []]"},
 		{7, "XINFO CONSUMERS s g", "[[name auto pending 0 idle 1 inactive -1] [name claimer pending 0 idle 2 inactive -1]]"},
+		// So does an XREADGROUP that gets nothing.
+		{8, "XGROUP CREATE s g2 $", "+OK"},
+		{8, "XREADGROUP GROUP g2 reader STREAMS s >", "nil[]"},
+		{9, "XINFO CONSUMERS s g2", "[[name reader pending 0 idle 1 inactive -1]]"},
 		{7, "XGROUP HELP x", "-ERR wrong number of arguments for 'xgroup|help' command"},
 		{7, "XINFO NOPE s", "-ERR unknown subcommand 'NOPE'. Try XINFO HELP."},
 	})
@@ -233,10 +237,12 @@ func TestGroupSignals(t *testing.T) {
 		{"XGROUP CREATECONSUMER s g d", false},
 		{"XGROUP DESTROY s nog", false},
 		{"XGROUP DESTROY s g", true},
+		{"XGROUP CREATE s g $ MKSTREAM", false},
+		{"XGROUP CREATE t g $ MKSTREAM", true},
 	} {
 		run(e, 1, c.cmd)
 		got := e.TakeSignaled()
-		if (len(got) == 1 && got[0] == "s") != c.signal {
+		if (len(got) == 1 && got[0] == strings.Fields(c.cmd)[2]) != c.signal {
 			t.Fatalf("%s: signaled %v, want signal=%v", c.cmd, got, c.signal)
 		}
 	}
