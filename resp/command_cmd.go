@@ -134,7 +134,7 @@ func cmdCommandInfo(s *Server, c *client, argv [][]byte) reply {
 		if cmd := findCommand(string(a)); cmd != nil {
 			out = append(out, cmd.info())
 		} else {
-			out = append(out, engine.NullArray{})
+			out = append(out, engine.NullBulk{})
 		}
 	}
 	return out

@@ -15,7 +15,7 @@ var (
 	errNoAuth         = errorf("NOAUTH Authentication required.")
 	errWrongPass      = errorf("WRONGPASS invalid username-password pair or user is disabled.")
 	errAuthNoPass     = errorf("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
-	errHelloNoAuth    = errorf("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
+	errHelloNoAuth    = errorf("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
 	errCrossSlot      = errorf("CROSSSLOT Keys in request don't hash to the same slot")
 	errDBRange        = errorf("ERR DB index is out of range")
 	errMultiNested    = errorf("ERR MULTI calls can not be nested")

@@ -147,7 +147,15 @@ func run(args []string) error {
 		return err
 	}
 
-	// 5. Listen for clients and serve RESP.
+	// 5. Wait (bounded) for every shard to have a leader, so that the first
+	//    clients are not told to retry.
+	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+	if err := node.WaitLeaders(wctx); err != nil {
+		log.Warn("serving before every shard has a leader", "err", err)
+	}
+	wcancel()
+
+	// 6. Listen for clients and serve RESP.
 	ln, err := net.Listen("tcp", net.JoinHostPort(o.bind, strconv.Itoa(o.port)))
 	if err != nil {
 		_ = node.Close()
@@ -165,7 +173,7 @@ func run(args []string) error {
 	log.Info("raftstream ready", "addr", ln.Addr().String(), "dir", o.dir, "node", node.ID(),
 		"shards", node.NumShards(), "bus", node.BusAddr())
 
-	// 6. Run until SIGINT/SIGTERM (or the listener fails).
+	// 7. Run until SIGINT/SIGTERM (or the listener fails).
 	select {
 	case <-ctx.Done():
 		log.Info("shutting down")
@@ -173,7 +181,7 @@ func run(args []string) error {
 		log.Error("RESP server stopped", "err", err)
 	}
 
-	// 7. Shut down cleanly: stop accepting, let in-flight commands finish,
+	// 8. Shut down cleanly: stop accepting, let in-flight commands finish,
 	//    then close the node (Raft groups, logs, bus).
 	sctx, cancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
 	defer cancel()

@@ -71,7 +71,7 @@ func waitPing(addr string, d time.Duration) bool {
 		if err == nil {
 			r, err := c.Do("PING")
 			c.Close()
-			if err == nil && string(r) == "+PONG\r\n" {
+			if err == nil && (string(r) == "+PONG\r\n" || bytes.HasPrefix(r, []byte("-NOAUTH"))) {
 				return true
 			}
 		}
