@@ -1,0 +1,344 @@
+package engine
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"slices"
+)
+
+// Snapshots.
+//
+// Engine.Snapshot takes a point-in-time view cheaply: keys are listed and
+// sorted, each stream's node headers are copied (one small struct per node,
+// not per entry) and its listpacks are shared copy-on-write: the stream's
+// rax generation is bumped, so the live engine copies a node's listpack
+// before it next changes it (rax.own). String values are never modified in
+// place. Consumer groups are encoded at Snapshot time (their state is a
+// graph of small objects). The view may then be written by another
+// goroutine while the engine keeps applying commands.
+//
+// Encoding (version 1), all integers uvarint unless noted:
+//
+//	magic "RSNP" | version
+//	config: node-max-bytes, node-max-entries
+//	key count, then per key in byte order:
+//	  key length, key bytes, kind (1 byte: 1 string, 2 stream)
+//	  string: length, bytes
+//	  stream: length, last-id (ms, seq), first-id, max-deleted-id,
+//	          entries-added, node count, then per node:
+//	            master (ms, seq), last (ms, seq), listpack length, listpack
+//	          consumer groups (group_codec.go)
+//	crc32 (Castagnoli) of all preceding bytes, 4 bytes little endian
+//
+// Node boundaries and listpack bytes are preserved, so a restored stream
+// trims, splits and reports radix-tree keys exactly as the original, and
+// equal engine state always encodes to equal bytes.
+
+const (
+	snapMagic   = "RSNP"
+	snapVersion = 1
+)
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// ErrBadSnapshot is returned (wrapped) by Restore for input that is not a
+// valid snapshot.
+var ErrBadSnapshot = errors.New("engine: bad snapshot")
+
+// Snapshot is a point-in-time view of an engine (see Engine.Snapshot).
+type Snapshot struct {
+	cfg  Config
+	keys []snapKey
+}
+
+type snapKey struct {
+	key string
+	v   Value       // Str shared (immutable); Stream nil
+	st  *streamSnap // for streams
+}
+
+type streamSnap struct {
+	meta   Stream // metadata only (rax and Groups unset)
+	nodes  []node
+	groups []byte
+}
+
+// Snapshot returns a point-in-time view of the engine. Its cost is
+// O(keys log keys + nodes + consumer-group state), independent of the
+// number of entries.
+func (e *Engine) Snapshot() *Snapshot {
+	sn := &Snapshot{cfg: e.cfg, keys: make([]snapKey, 0, len(e.keys))}
+	for _, k := range e.sortedKeys() {
+		v := e.keys[k]
+		sk := snapKey{key: k, v: Value{Kind: v.Kind, Str: v.Str}}
+		if v.Kind == KindStream {
+			s := v.Stream
+			st := &streamSnap{nodes: slices.Clone(s.rax.nodes), groups: s.appendGroupsSnapshot(nil)}
+			st.meta = Stream{Length: s.Length, LastID: s.LastID, FirstID: s.FirstID,
+				MaxDeletedID: s.MaxDeletedID, EntriesAdded: s.EntriesAdded}
+			s.rax.gen++
+			sk.st = st
+		}
+		sn.keys = append(sn.keys, sk)
+	}
+	return sn
+}
+
+// WriteTo writes the snapshot's encoding to w.
+func (sn *Snapshot) WriteTo(w io.Writer) (int64, error) {
+	var total int64
+	crc := uint32(0)
+	buf := make([]byte, 0, 64<<10)
+	flush := func(force bool) error {
+		if len(buf) == 0 || (!force && len(buf) < 48<<10) {
+			return nil
+		}
+		crc = crc32.Update(crc, crcTable, buf)
+		n, err := w.Write(buf)
+		total += int64(n)
+		buf = buf[:0]
+		return err
+	}
+	buf = append(buf, snapMagic...)
+	buf = binary.AppendUvarint(buf, snapVersion)
+	buf = binary.AppendUvarint(buf, uint64(sn.cfg.NodeMaxBytes))
+	buf = binary.AppendUvarint(buf, uint64(sn.cfg.NodeMaxEntries))
+	buf = binary.AppendUvarint(buf, uint64(len(sn.keys)))
+	for _, k := range sn.keys {
+		buf = binary.AppendUvarint(buf, uint64(len(k.key)))
+		buf = append(buf, k.key...)
+		buf = append(buf, byte(k.v.Kind))
+		if k.v.Kind == KindString {
+			buf = binary.AppendUvarint(buf, uint64(len(k.v.Str)))
+			buf = append(buf, k.v.Str...)
+			if err := flush(false); err != nil {
+				return total, err
+			}
+			continue
+		}
+		m := &k.st.meta
+		buf = binary.AppendUvarint(buf, m.Length)
+		for _, id := range []ID{m.LastID, m.FirstID, m.MaxDeletedID} {
+			buf = appendSnapID(buf, id)
+		}
+		buf = binary.AppendUvarint(buf, m.EntriesAdded)
+		buf = binary.AppendUvarint(buf, uint64(len(k.st.nodes)))
+		for i := range k.st.nodes {
+			n := &k.st.nodes[i]
+			buf = appendSnapID(buf, n.master)
+			buf = appendSnapID(buf, n.last)
+			buf = binary.AppendUvarint(buf, uint64(len(n.lp)))
+			buf = append(buf, n.lp...)
+			if err := flush(false); err != nil {
+				return total, err
+			}
+		}
+		buf = append(buf, k.st.groups...)
+		if err := flush(false); err != nil {
+			return total, err
+		}
+	}
+	if err := flush(true); err != nil {
+		return total, err
+	}
+	var tail [4]byte
+	binary.LittleEndian.PutUint32(tail[:], crc)
+	n, err := w.Write(tail[:])
+	return total + int64(n), err
+}
+
+func appendSnapID(b []byte, id ID) []byte {
+	b = binary.AppendUvarint(b, id.Ms)
+	return binary.AppendUvarint(b, id.Seq)
+}
+
+// snapDecoder reads a snapshot body; the first error sticks.
+type snapDecoder struct {
+	b   []byte
+	err error
+}
+
+func (d *snapDecoder) fail(what string) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: %s", ErrBadSnapshot, what)
+	}
+	d.b = nil
+}
+
+func (d *snapDecoder) uvarint(what string) uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail(what)
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *snapDecoder) bytes(n uint64, what string) []byte {
+	if d.err != nil {
+		return nil
+	}
+	if n > uint64(len(d.b)) {
+		d.fail(what)
+		return nil
+	}
+	out := d.b[:n:n]
+	d.b = d.b[n:]
+	return out
+}
+
+func (d *snapDecoder) id(what string) ID {
+	return ID{d.uvarint(what), d.uvarint(what)}
+}
+
+// Restore decodes an engine written by Snapshot.WriteTo, verifying its
+// checksum and the structure of every node.
+func Restore(r io.Reader) (*Engine, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	if len(data) < len(snapMagic)+4 || string(data[:len(snapMagic)]) != snapMagic {
+		return nil, fmt.Errorf("%w: magic", ErrBadSnapshot)
+	}
+	body, sum := data[:len(data)-4], binary.LittleEndian.Uint32(data[len(data)-4:])
+	if crc32.Checksum(body, crcTable) != sum {
+		return nil, fmt.Errorf("%w: checksum mismatch", ErrBadSnapshot)
+	}
+	d := &snapDecoder{b: body[len(snapMagic):]}
+	if v := d.uvarint("version"); d.err == nil && v != snapVersion {
+		return nil, fmt.Errorf("%w: version %d", ErrBadSnapshot, v)
+	}
+	cfg := Config{NodeMaxBytes: int(d.uvarint("config")), NodeMaxEntries: int(d.uvarint("config"))}
+	e := New(cfg)
+	nk := d.uvarint("key count")
+	prev := ""
+	for i := uint64(0); i < nk && d.err == nil; i++ {
+		key := string(d.bytes(d.uvarint("key"), "key"))
+		if i > 0 && key <= prev {
+			d.fail("key order")
+			break
+		}
+		prev = key
+		kind := d.bytes(1, "kind")
+		if d.err != nil {
+			break
+		}
+		switch Kind(kind[0]) {
+		case KindString:
+			str := d.bytes(d.uvarint("string"), "string")
+			e.keys[key] = &Value{Kind: KindString, Str: slices.Clone(str)}
+		case KindStream:
+			s, err := d.stream()
+			if err != nil {
+				return nil, err
+			}
+			if d.err == nil {
+				e.keys[key] = &Value{Kind: KindStream, Stream: s}
+			}
+		default:
+			d.fail("kind")
+		}
+	}
+	if d.err == nil && len(d.b) != 0 {
+		d.fail("trailing bytes")
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	return e, nil
+}
+
+// stream decodes one stream and checks it.
+func (d *snapDecoder) stream() (*Stream, error) {
+	s := NewStream()
+	s.Length = d.uvarint("length")
+	s.LastID = d.id("last-id")
+	s.FirstID = d.id("first-id")
+	s.MaxDeletedID = d.id("max-deleted-id")
+	s.EntriesAdded = d.uvarint("entries-added")
+	nn := d.uvarint("node count")
+	if nn > uint64(len(d.b)) {
+		d.fail("node count")
+		return nil, d.err
+	}
+	s.rax.nodes = make([]node, 0, nn)
+	var live uint64
+	for j := uint64(0); j < nn && d.err == nil; j++ {
+		n := node{master: d.id("master"), last: d.id("last")}
+		n.lp = slices.Clone(d.bytes(d.uvarint("listpack"), "listpack"))
+		if d.err != nil {
+			break
+		}
+		if j > 0 && !s.rax.nodes[j-1].last.Less(n.master) {
+			d.fail("node order")
+			break
+		}
+		c, err := checkNode(&n)
+		if err != nil {
+			d.fail(err.Error())
+			break
+		}
+		live += uint64(c)
+		s.rax.nodes = append(s.rax.nodes, n)
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	if live != s.Length {
+		d.fail("stream length")
+		return nil, d.err
+	}
+	rest, err := s.loadGroupsSnapshot(d.b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadSnapshot, err)
+	}
+	d.b = rest
+	return s, nil
+}
+
+// checkNode walks a decoded node and verifies its listpack framing, master
+// entry, counters and last ID; it returns the live count.
+func checkNode(n *node) (live int64, err error) {
+	defer func() {
+		if recover() != nil {
+			err = errors.New("corrupt listpack")
+		}
+	}()
+	lp := n.lp
+	if len(lp) < lpHeaderSize+1 || int(binary.LittleEndian.Uint32(lp)) != len(lp) || lp[len(lp)-1] != lpEOF {
+		return 0, errors.New("listpack framing")
+	}
+	live, deleted := n.counts()
+	mf, off := n.masterFields(nil)
+	var gotLive, gotDeleted int64
+	var last ID
+	first := true
+	for lp[off] != lpEOF {
+		id, flags, body := n.entryHeader(off)
+		if first && id != n.master {
+			return 0, errors.New("master id")
+		}
+		if !first && !last.Less(id) {
+			return 0, errors.New("entry order")
+		}
+		first, last = false, id
+		if flags&itemDeleted != 0 {
+			gotDeleted++
+		} else {
+			gotLive++
+		}
+		off = n.skipEntryFrom(body, flags, len(mf))
+	}
+	if off != len(lp)-1 || first || last != n.last || gotLive != live || gotDeleted != deleted {
+		return 0, errors.New("node counters")
+	}
+	return live, nil
+}
