@@ -31,7 +31,7 @@ func (r Redis) Do(ctx context.Context, args ...any) (any, error) {
 // client-side retries (a retried XADD could append twice), bounded timeouts.
 func NewClient(addr string, timeout time.Duration) *redis.Client {
 	return redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, MaxRetries: -1,
-		DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout, PoolSize: 2,
+		DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout, PoolSize: 16,
 		ContextTimeoutEnabled: true})
 }
 
