@@ -19,8 +19,9 @@ for fsync in always everysec; do
       --appendfsync "$fsync" --daemonize no --logfile "$dir/redis.log" &
     pid=$!
     i=0
-    until redis-cli -p "$port" ping >/dev/null 2>&1; do
-      i=$((i+1)); [ $i -lt 100 ] || { kill "$pid"; exit 1; }; sleep 0.05
+    # Wait until the server answering on $port is the one we started.
+    until [ "$(redis-cli -p "$port" info server 2>/dev/null | tr -d '\r' | sed -n 's/^process_id://p')" = "$pid" ]; do
+      i=$((i+1)); [ $i -lt 100 ] || { kill "$pid" 2>/dev/null; echo "redis-server did not start on $port" >&2; exit 1; }; sleep 0.05
     done
     name="redis-aof-$fsync-P$p"
     echo "== $name" >&2

@@ -170,6 +170,7 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&c.HTMLPath, "html", c.HTMLPath, "write a self-contained HTML report to this file")
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed for order contents")
 	fs.BoolVar(&c.Progress, "progress", c.Progress, "write a progress line to stderr every second")
+	fs.StringVar(&cpuProfile, "cpuprofile", cpuProfile, "write a CPU profile of ordersbench itself to this file")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}

@@ -33,7 +33,7 @@ func niceStep(span float64, n int) float64 {
 	return 10 * p
 }
 
-// svgChart renders a line chart as an inline SVG element with axes, grid
+// svgChart renders a line chart (NaN values are gaps) as an inline SVG element with axes, grid
 // lines and a legend. Labels are escaped; everything else is numbers.
 func svgChart(title, unit string, xs []float64, ss []series) string {
 	const w, h, left, right, top, bottom = 820.0, 300.0, 70.0, 20.0, 34.0, 40.0
@@ -44,7 +44,9 @@ func svgChart(title, unit string, xs []float64, ss []series) string {
 	}
 	for _, s := range ss {
 		for _, y := range s.ys {
-			maxY = math.Max(maxY, y)
+			if !math.IsNaN(y) {
+				maxY = math.Max(maxY, y)
+			}
 		}
 	}
 	ystep := niceStep(maxY, 5)
@@ -60,7 +62,7 @@ func svgChart(title, unit string, xs []float64, ss []series) string {
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`, left, py(y), left+pw, py(y))
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end">%s</text>`, left-6, py(y)+4, html.EscapeString(axisLabel(y)))
 	}
-	for x := 0.0; x <= maxX+xstep/2; x += xstep {
+	for x := 0.0; x <= maxX*(1+1e-9); x += xstep {
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#eee"/>`, px(x), top, px(x), top+ph)
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`, px(x), top+ph+16, html.EscapeString(axisLabel(x)))
 	}
@@ -69,13 +71,22 @@ func svgChart(title, unit string, xs []float64, ss []series) string {
 	fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#888"/>`, left, top, pw, ph)
 	lx := left + pw
 	for i, s := range ss {
+		// A NaN (an interval without samples) breaks the line.
 		var pts []string
-		for j, y := range s.ys {
-			if j < len(xs) {
-				pts = append(pts, fmt.Sprintf("%.1f,%.1f", px(xs[j]), py(y)))
+		flush := func() {
+			if len(pts) > 0 {
+				fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="1.8" points="%s"/>`, s.color, strings.Join(pts, " "))
 			}
+			pts = pts[:0]
 		}
-		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="1.8" points="%s"/>`, s.color, strings.Join(pts, " "))
+		for j, y := range s.ys {
+			if j >= len(xs) || math.IsNaN(y) {
+				flush()
+				continue
+			}
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", px(xs[j]), py(y)))
+		}
+		flush()
 		ly := top + 14 + float64(i)*14
 		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="10" height="3" fill="%s"/>`, lx-150, ly-4, s.color)
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f">%s</text>`, lx-136, ly, html.EscapeString(s.name))
@@ -124,15 +135,21 @@ func writeHTML(path string, r *Report) error {
 	for gi, g := range r.Config.Groups {
 		cons[gi] = series{name: g + " consumed/s", color: palette[(gi+1)%len(palette)]}
 	}
-	lat := []series{{name: "xadd p99 µs", color: palette[0]}, {name: "e2e p99 µs", color: palette[1]}}
+	lat := []series{{name: "xadd p99", color: palette[0]}, {name: "e2e p99", color: palette[1]}}
+	ms := func(us float64) float64 { // 0 means no sample in the interval: a gap
+		if us == 0 {
+			return math.NaN()
+		}
+		return us / 1e3
+	}
 	for i, p := range r.Timeline {
 		xs[i] = p.T
 		prod.ys = append(prod.ys, p.ProducedPerSec)
 		for gi := range cons {
 			cons[gi].ys = append(cons[gi].ys, p.ConsumedPerSec[gi])
 		}
-		lat[0].ys = append(lat[0].ys, p.XAddP99us)
-		lat[1].ys = append(lat[1].ys, p.E2EP99us)
+		lat[0].ys = append(lat[0].ys, ms(p.XAddP99us))
+		lat[1].ys = append(lat[1].ys, ms(p.E2EP99us))
 	}
 	rows := append([]Latency{}, r.Latency...)
 	for _, g := range r.Totals.Groups {
@@ -153,7 +170,7 @@ func writeHTML(path string, r *Report) error {
 			r.Totals.Produced, r.ProduceSeconds, r.Totals.ProducePerSec, r.Totals.ProduceErrors),
 		// svgChart escapes every label it emits; the rest is numbers.
 		Throughput: template.HTML(svgChart("Throughput", "entries/s", xs, append([]series{prod}, cons...))),
-		Latency:    template.HTML(svgChart("p99 latency", "µs", xs, lat)),
+		Latency:    template.HTML(svgChart("p99 latency", "ms", xs, lat)),
 		Rows:       rows,
 	}
 	f, err := os.Create(path)

@@ -18,10 +18,20 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 )
 
+// cpuProfile is set by -cpuprofile (a flag of the command, not of a run).
+var cpuProfile string
+
 func main() {
+	exit := 0
+	defer func() {
+		if exit != 0 {
+			os.Exit(exit)
+		}
+	}()
 	// 1. Flags → Config.
 	cfg, err := ParseFlags(os.Args[1:], os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
@@ -31,13 +41,26 @@ func main() {
 		fmt.Fprintln(os.Stderr, "ordersbench:", err)
 		os.Exit(2)
 	}
-	// 2. Interrupt stops producing and consuming; the report is still written.
+	// 2. Optional CPU profile of the benchmark client itself.
+	if cpuProfile != "" {
+		f, err := os.Create(cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "ordersbench:", err)
+			os.Exit(2)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "ordersbench:", err)
+			os.Exit(2)
+		}
+		defer f.Close()
+		defer pprof.StopCPUProfile()
+	}
+	// 3. Interrupt stops producing and consuming; the report is still written.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	// 3. Run; a failed verification or a setup error exits 1.
+	// 4. Run; a failed verification or a setup error exits 1.
 	if err := run(ctx, cfg, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "ordersbench:", err)
-		stop()
-		os.Exit(1)
+		exit = 1
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -187,5 +188,20 @@ func TestRunVerifyDetectsLoss(t *testing.T) {
 	}
 	if !strings.Contains(stdout.String(), "verify FAILED") {
 		t.Fatalf("table does not say FAILED:\n%s", stdout.String())
+	}
+}
+
+// TestSVGChartGapsAndEscaping: labels are escaped and NaN (an interval with
+// no samples) splits a line instead of drawing a drop to zero.
+func TestSVGChartGapsAndEscaping(t *testing.T) {
+	svg := svgChart("a<b", "ms", []float64{1, 2, 3, 4}, []series{{name: "x&y", color: "#000", ys: []float64{1, 5, math.NaN(), 2}}})
+	if strings.Contains(svg, "a<b") || !strings.Contains(svg, "a&lt;b") || !strings.Contains(svg, "x&amp;y") {
+		t.Fatalf("labels not escaped: %s", svg)
+	}
+	if n := strings.Count(svg, "<polyline"); n != 2 {
+		t.Fatalf("NaN should split the line into 2 polylines, got %d", n)
+	}
+	if strings.Contains(svg, "NaN") {
+		t.Fatalf("NaN leaked into the SVG")
 	}
 }
