@@ -294,17 +294,6 @@ func xreadgroupSyntax(now int64, argv [][]byte) (xreadgroupArgs, *Error) {
 	return a, nil
 }
 
-// XReadGroupBlock reports whether argv is an XREADGROUP with a valid BLOCK
-// option, and its timeout in ms (0 = forever). The server uses it to decide
-// whether a NullArray reply from Exec means "block and retry".
-func XReadGroupBlock(argv [][]byte) (timeoutMs int64, ok bool) {
-	a, err := xreadgroupSyntax(0, argv)
-	if err != nil || a.block < 0 {
-		return 0, false
-	}
-	return a.block, true
-}
-
 func cmdXReadGroup(e *Engine, now int64, argv [][]byte) Reply {
 	a, err := xreadgroupSyntax(now, argv)
 	if err != nil {
@@ -354,7 +343,9 @@ func cmdXReadGroup(e *Engine, now int64, argv [][]byte) Reply {
 		gt := t.id
 		if !t.newOnly {
 			serve, history = true, true
-		} else if s.Length > 0 {
+		} else if s.Length > 0 && g.LastID.Less(s.LastID) {
+			// The last live entry is at most s.LastID; find it only when
+			// the group may be behind.
 			if maxID, ok := s.lastValidID(); ok && g.LastID.Less(maxID) {
 				serve, gt = true, g.LastID
 			}

@@ -74,6 +74,9 @@ func (s *Stream) loadGroupsSnapshot(b []byte) ([]byte, error) {
 	if d.err == nil && ng > uint64(len(d.b)) {
 		d.fail("group count")
 	}
+	if d.err != nil {
+		return nil, d.err
+	}
 	groups := make([]*Group, 0, ng)
 	for i := uint64(0); i < ng && d.err == nil; i++ {
 		name := d.string()
