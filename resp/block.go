@@ -108,12 +108,6 @@ func (ws *waiters) closeAll() {
 	}
 }
 
-func (ws *waiters) blocked() int {
-	ws.mu.Lock()
-	defer ws.mu.Unlock()
-	return ws.count
-}
-
 func (ws *waiters) isClosed() bool {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
@@ -200,26 +194,37 @@ func (s *Server) blockingRead(c *client, cmd *Command, shard, slot int, argv [][
 		if _, empty := r.(engine.NullArray); !empty {
 			return r
 		}
-		c.blocked.Store(true)
+		s.setBlocked(c, true)
 		woke := false
 		for !woke {
 			select {
 			case <-w.wake:
 				woke = true
 			case <-deadline:
-				c.blocked.Store(false)
+				s.setBlocked(c, false)
 				return engine.NullArray{}
 			case <-poll.C:
 				if c.isClosed() || peerClosed(c) {
-					c.blocked.Store(false)
+					s.setBlocked(c, false)
 					c.markClosed()
 					return nil
 				}
 			}
 		}
-		c.blocked.Store(false)
+		s.setBlocked(c, false)
 		if c.isClosed() || s.waiters.isClosed() {
 			return nil
+		}
+	}
+}
+
+// setBlocked marks c as waiting (or not) for INFO's blocked_clients.
+func (s *Server) setBlocked(c *client, on bool) {
+	if c.blocked.Swap(on) != on {
+		if on {
+			s.nBlocked.Add(1)
+		} else {
+			s.nBlocked.Add(-1)
 		}
 	}
 }

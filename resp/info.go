@@ -76,9 +76,9 @@ func (s *Server) infoSection(c *client, b *strings.Builder, sec string) {
 		w("connected_clients", n)
 		w("cluster_connections", 0)
 		w("maxclients", 10000)
-		w("blocked_clients", s.waiters.blocked())
+		w("blocked_clients", s.nBlocked.Load())
 		w("tracking_clients", 0)
-		w("clients_in_timeout_table", s.waiters.blocked())
+		w("clients_in_timeout_table", s.nBlocked.Load())
 	case "memory":
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)

@@ -77,7 +77,8 @@ type Server struct {
 	clients map[int64]*client
 	conf    map[string]string // local CONFIG SET values
 
-	waiters *waiters
+	waiters  *waiters
+	nBlocked atomic.Int64 // connections currently waiting in a blocking read
 
 	// draining is set by Shutdown; inflight counts command batches being
 	// executed so that Shutdown can let them finish.
