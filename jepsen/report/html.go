@@ -97,8 +97,7 @@ func WriteHTML(w io.Writer, h history.History, rs []checker.Result, m Meta) erro
 				}
 				for _, j := range []int64{o.Index, o.Done} {
 					if e, ok := byIndex[j]; ok {
-						b, _ := json.Marshal(e)
-						av.Events = append(av.Events, string(b))
+						av.Events = append(av.Events, eventLine(e))
 					}
 				}
 			}
@@ -182,3 +181,15 @@ iframe{width:100%;height:600px;border:1px solid #ccc}
 {{end}}{{end}}
 </body></html>
 `))
+
+// maxEventLine bounds an event's JSON in the anomaly list (full reads can
+// hold thousands of entries).
+const maxEventLine = 2000
+
+func eventLine(e history.Event) string {
+	b, _ := json.Marshal(e)
+	if len(b) > maxEventLine {
+		return fmt.Sprintf("%s … (%d bytes)", b[:maxEventLine], len(b))
+	}
+	return string(b)
+}
