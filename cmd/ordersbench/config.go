@@ -154,7 +154,7 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.IntVar(&c.Producers, "producers", c.Producers, "concurrent producers")
 	fs.IntVar(&c.Pipeline, "pipeline", c.Pipeline, "XADDs in flight per producer (like redis-benchmark -P)")
 	fs.IntVar(&c.Pipeline, "P", c.Pipeline, "shorthand for -pipeline")
-	fs.DurationVar(&c.Duration, "duration", c.Duration, "production time (0 = bounded by -count only)")
+	fs.DurationVar(&c.Duration, "duration", c.Duration, "production time (0 = bounded by -count only; default 10s unless -count is given)")
 	fs.Int64Var(&c.Count, "count", c.Count, "total orders to produce (0 = bounded by -duration only)")
 	fs.Float64Var(&c.Rate, "rate", c.Rate, "total XADD/s cap (0 = unlimited)")
 	fs.Int64Var(&c.MaxLen, "maxlen", c.MaxLen, "XADD MAXLEN ~ n (0 = no trimming)")
@@ -176,6 +176,13 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	// -count alone bounds the run by count: the default duration applies
+	// only when no -count is given or -duration is given explicitly.
+	durationSet := false
+	fs.Visit(func(f *flag.Flag) { durationSet = durationSet || f.Name == "duration" })
+	if c.Count > 0 && !durationSet {
+		c.Duration = 0
 	}
 	c.Addrs = splitList(*addrs)
 	c.Groups = splitList(*groups)

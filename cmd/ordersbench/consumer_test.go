@@ -95,6 +95,7 @@ func TestRunClusterModeVerified(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Addrs = []string{addr}
 	cfg.Cluster = true
+	cfg.Protocol = 2 // the other test speaks RESP3
 	cfg.Partitions = 4
 	cfg.Producers = 2
 	cfg.Consumers = 2
@@ -122,13 +123,19 @@ func TestRunClusterModeVerified(t *testing.T) {
 func TestParseFlags(t *testing.T) {
 	var stderr bytes.Buffer
 	c, err := ParseFlags([]string{"--addr", "a:1, b:2", "--cluster", "--partitions", "8", "-P", "16",
-		"--groups", "x,y,z", "--count", "100", "--duration", "0", "--maxlen", "1000", "--verify", "--seed", "9"}, &stderr)
+		"--groups", "x,y,z", "--count", "100", "--maxlen", "1000", "--verify", "--seed", "9"}, &stderr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(c.Addrs) != 2 || c.Addrs[1] != "b:2" || !c.Cluster || c.Partitions != 8 || c.Pipeline != 16 ||
 		len(c.Groups) != 3 || c.Count != 100 || c.Duration != 0 || c.MaxLen != 1000 || !c.Verify || c.Seed != 9 {
 		t.Fatalf("parsed %+v", c)
+	}
+	if c, err := ParseFlags([]string{"--count", "5", "--duration", "3s"}, &stderr); err != nil || c.Duration != 3*time.Second {
+		t.Fatalf("explicit duration with count: %v %v", c.Duration, err)
+	}
+	if c, err := ParseFlags(nil, &stderr); err != nil || c.Duration != 10*time.Second || c.Count != 0 || c.Producers != 50 {
+		t.Fatalf("defaults: %+v %v", c, err)
 	}
 	for _, bad := range [][]string{
 		{"--partitions", "0"}, {"--duration", "0"}, {"--groups", "a,a"}, {"--block", "0s"},
