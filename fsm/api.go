@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/raftstream/raftstream/engine"
 )
@@ -41,6 +42,7 @@ type Unit [][][]byte
 
 // Future is the outcome of one submitted Unit.
 type Future struct {
+	once    sync.Once
 	done    chan struct{}
 	replies []engine.Reply
 	err     error
@@ -48,11 +50,15 @@ type Future struct {
 
 func newFuture() *Future { return &Future{done: make(chan struct{})} }
 
-// complete sets the result; called exactly once.
+// complete sets the result. The first call wins; later calls (a timeout
+// racing the apply) are ignored.
 func (f *Future) complete(replies []engine.Reply, err error) {
-	f.replies, f.err = replies, err
-	close(f.done)
+	f.once.Do(func() {
+		f.replies, f.err = replies, err
+		close(f.done)
+	})
 }
+
 
 // Done is closed when the result is available.
 func (f *Future) Done() <-chan struct{} { return f.done }

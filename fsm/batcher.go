@@ -1,0 +1,234 @@
+package fsm
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/raftstream/raftstream/engine"
+)
+
+// proposal is one queued submission: a unit to apply, or a read waiting for
+// a fence.
+type proposal struct {
+	fut *Future
+	// unit holds the commands to propose (those that passed validation).
+	unit Unit
+	// pre, if non-nil, has one slot per submitted command: the validation
+	// error for a rejected command, nil for one in unit (filled in, in
+	// order, from the applied replies).
+	pre []engine.Reply
+	// read marks a read fence request: it proposes no commands but rides in
+	// (or forces) an entry, and succeeds when that entry applies.
+	read bool
+}
+
+// Submit proposes unit for atomic application and returns its future. It
+// never blocks for long: it fails fast with *NotLeaderError on a follower,
+// ErrBusy when the queue is full and ErrShutdown after Close. Units from one
+// goroutine are applied in the order they were submitted.
+//
+// Commands that fail leader-side validation are not proposed; their reply is
+// the validation error and the unit's other commands still apply (as in
+// EXEC, where a failing command does not abort the others).
+func (s *Shard) Submit(unit Unit) *Future {
+	p := &proposal{fut: newFuture(), unit: unit}
+	for i, argv := range unit {
+		if e := validateCommand(argv); e != nil {
+			if p.pre == nil {
+				p.pre = make([]engine.Reply, len(unit))
+				p.unit = append(Unit(nil), unit[:i]...)
+			}
+			p.pre[i] = e
+		} else if p.pre != nil {
+			p.unit = append(p.unit, argv)
+		}
+	}
+	if len(unit) == 0 || len(p.unit) == 0 {
+		// Nothing to propose: an empty unit, or every command rejected.
+		p.fut.complete(p.merge(nil), nil)
+		return p.fut
+	}
+	if err := s.enqueue(p); err != nil {
+		p.fut.complete(nil, err)
+	}
+	return p.fut
+}
+
+// merge builds the unit's replies from the applied ones.
+func (p *proposal) merge(applied []engine.Reply) []engine.Reply {
+	if p.pre == nil {
+		if applied == nil {
+			return []engine.Reply{}
+		}
+		return applied
+	}
+	out := make([]engine.Reply, len(p.pre))
+	k := 0
+	for i, r := range p.pre {
+		if r != nil {
+			out[i] = r
+		} else {
+			out[i] = applied[k]
+			k++
+		}
+	}
+	return out
+}
+
+// enqueue hands p to the batcher without blocking.
+func (s *Shard) enqueue(p *proposal) error {
+	if !s.IsLeader() {
+		return s.notLeader()
+	}
+	s.subMu.RLock()
+	defer s.subMu.RUnlock()
+	if s.closed {
+		return ErrShutdown
+	}
+	select {
+	case s.queue <- p:
+		return nil
+	default:
+		return ErrBusy
+	}
+}
+
+// run is the batcher: the only goroutine that calls raft.Apply, so queue
+// order is log order. It waits for an in-flight slot, then for a first
+// proposal, then takes whatever else is queued (FIFO) up to the batch
+// limits, and proposes the lot as one entry. While MaxInFlight entries are
+// in flight the queue fills up, which is what makes batches large under load.
+func (s *Shard) run() {
+	defer close(s.loopDone)
+	var carry *proposal // the proposal that did not fit the previous batch
+	for {
+		select {
+		case s.inflight <- struct{}{}:
+		case <-s.shutdownCh:
+			s.drain(carry)
+			return
+		}
+		first := carry
+		carry = nil
+		if first == nil {
+			select {
+			case first = <-s.queue:
+			case <-s.shutdownCh:
+				<-s.inflight
+				s.drain(nil)
+				return
+			}
+		}
+		batch := []*proposal{first}
+		cmds, size := len(first.unit), unitSize(first.unit)
+	fill:
+		for {
+			select {
+			case p := <-s.queue:
+				n, sz := len(p.unit), unitSize(p.unit)
+				if cmds+n > s.cfg.MaxBatchCommands || size+sz > s.cfg.MaxBatchBytes {
+					carry = p
+					break fill
+				}
+				batch = append(batch, p)
+				cmds, size = cmds+n, size+sz
+			default:
+				break fill
+			}
+		}
+		s.propose(batch)
+	}
+}
+
+// drain fails every queued proposal after shutdown; nothing was proposed.
+func (s *Shard) drain(carry *proposal) {
+	if carry != nil {
+		carry.fut.complete(nil, ErrShutdown)
+	}
+	for {
+		select {
+		case p := <-s.queue:
+			p.fut.complete(nil, ErrShutdown)
+		default:
+			return
+		}
+	}
+}
+
+// propose encodes batch as one entry, hands it to Raft and starts a waiter
+// that delivers the outcome and frees the in-flight slot.
+func (s *Shard) propose(batch []*proposal) {
+	b := Batch{TS: s.cfg.Now().UnixMilli()}
+	for _, p := range batch {
+		if !p.read {
+			b.Units = append(b.Units, p.unit)
+		}
+	}
+	data := EncodeBatch(nil, &b)
+	af := s.raft.Apply(data, s.cfg.EnqueueTimeout)
+	s.waiters.Add(1)
+	go func() {
+		defer s.waiters.Done()
+		timer := time.AfterFunc(s.cfg.ApplyTimeout, func() {
+			err := fmt.Errorf("%w: not applied within %v", ErrUnknownOutcome, s.cfg.ApplyTimeout)
+			for _, p := range batch {
+				p.fut.complete(nil, err)
+			}
+		})
+		err := af.Error()
+		timer.Stop()
+		<-s.inflight
+		if err != nil {
+			err = s.proposalError(err)
+			for _, p := range batch {
+				p.fut.complete(nil, err)
+			}
+			return
+		}
+		res, _ := af.Response().([][]engine.Reply)
+		k := 0
+		for _, p := range batch {
+			if p.read {
+				p.fut.complete(nil, nil)
+				continue
+			}
+			if k >= len(res) {
+				// Cannot happen: Apply answers every unit of the entry.
+				p.fut.complete(nil, fmt.Errorf("%w: missing replies", ErrUnknownOutcome))
+				continue
+			}
+			p.fut.complete(p.merge(res[k]), nil)
+			k++
+		}
+	}()
+}
+
+// Read runs fn against the engine, linearizably: only on the leader, and
+// only after a log entry proposed after Read was called has applied (a read
+// fence; concurrent reads share one, and share entries with writes). fn runs
+// on the caller's goroutine under the FSM read lock; it must not block or
+// keep the engine. Errors: *NotLeaderError, ErrBusy, ErrShutdown,
+// ErrUnknownOutcome (the fence's fate is unknown; retrying is safe) or
+// ctx's error. fn is not called on error.
+func (s *Shard) Read(ctx context.Context, fn func(e *engine.Engine)) error {
+	p := &proposal{fut: newFuture(), read: true}
+	if err := s.enqueue(p); err != nil {
+		return err
+	}
+	select {
+	case <-p.fut.Done():
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if p.fut.err != nil {
+		return p.fut.err
+	}
+	s.m.view(fn)
+	return nil
+}
+
+// StaleRead runs fn against this replica's engine without any leadership
+// check (READONLY connections on followers): the data may lag the leader.
+// Same rules for fn as Read.
+func (s *Shard) StaleRead(fn func(e *engine.Engine)) { s.m.view(fn) }

@@ -1,0 +1,166 @@
+package fsm
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/raftstream/raftstream/engine"
+)
+
+// Config configures one shard replica (one Raft group member). Build it from
+// DefaultConfig and set the identity fields; Open calls Validate.
+type Config struct {
+	// ShardID is the shard number this replica serves; passed to Notify.
+	ShardID int
+	// Dir is the shard's data directory: raft.db (log + stable store, bbolt)
+	// and snapshots/. Created if missing. One Dir per shard per node.
+	Dir string
+	// LocalID is this replica's Raft server ID (unique in the group; a node
+	// whose disk was wiped must come back under a new ID).
+	LocalID raft.ServerID
+	// Transport carries this group's Raft RPCs. The caller owns it: Close
+	// does not close it.
+	Transport raft.Transport
+	// Logger receives this shard's logs, including hashicorp/raft's
+	// (routed at RaftLogLevel). nil means slog.Default().
+	Logger *slog.Logger
+	// RaftLogLevel is the minimum level of hashicorp/raft messages passed to
+	// Logger. Default INFO; raft is very chatty at DEBUG.
+	RaftLogLevel slog.Level
+	// Engine is the initial engine configuration of an empty shard. After
+	// that the configuration is replicated state (CONFIG SET through the log,
+	// snapshots).
+	Engine engine.Config
+
+	// MaxBatchCommands bounds the commands packed into one log entry (a unit
+	// is never split, so a single larger unit still goes alone).
+	MaxBatchCommands int
+	// MaxBatchBytes bounds the encoded argument bytes of one log entry (same
+	// rule for a single oversized unit).
+	MaxBatchBytes int
+	// MaxInFlight is how many log entries the batcher keeps proposed but not
+	// yet applied. More overlaps fsync with batching; 1 serialises.
+	MaxInFlight int
+	// QueueDepth bounds the submissions waiting to be batched; Submit fails
+	// with ErrBusy when the queue is full.
+	QueueDepth int
+	// EnqueueTimeout bounds how long one raft.Apply call may wait for Raft to
+	// accept the entry (ErrEnqueueTimeout → ErrBusy, nothing applied).
+	EnqueueTimeout time.Duration
+	// ApplyTimeout bounds the wait from proposal to apply; past it the
+	// unit's outcome is ErrUnknownOutcome (it may still apply later).
+	ApplyTimeout time.Duration
+
+	// Now is the leader clock stamped into each entry (unix ms). Test hook
+	// for clock skew; nil means time.Now.
+	Now func() time.Time
+	// Notify, if set, is called after every applied batch of log entries
+	// with the keys that may unblock blocked readers (engine.TakeSignaled),
+	// on every replica. It runs on Raft's FSM goroutine WITHOUT the FSM lock
+	// held (so it may call StaleRead), and must not block: apply waits for it.
+	Notify func(shard int, keys []string)
+
+	// HeartbeatTimeout, ElectionTimeout, LeaderLeaseTimeout and CommitTimeout
+	// are hashicorp/raft's; defaults suit a LAN/loopback.
+	HeartbeatTimeout   time.Duration
+	ElectionTimeout    time.Duration
+	LeaderLeaseTimeout time.Duration
+	CommitTimeout      time.Duration
+	// MaxAppendEntries is raft's per-RPC entry count (each of ours is a batch).
+	MaxAppendEntries int
+	// TrailingLogs is how many log entries are kept after a snapshot so slow
+	// followers can catch up without a snapshot install. Entries are large
+	// batches, so keep it small.
+	TrailingLogs uint64
+	// SnapshotThreshold and SnapshotInterval drive raft's own snapshot timer.
+	// By default the interval is very long: the node schedules snapshots
+	// across its shards with TakeSnapshot rather than one timer per group.
+	SnapshotThreshold uint64
+	SnapshotInterval  time.Duration
+	// SnapshotRetain is how many snapshots the file store keeps.
+	SnapshotRetain int
+	// NoSync skips fsync in the log store. Benchmarks only: the same file
+	// holds the current term and vote.
+	NoSync bool
+}
+
+// DefaultConfig returns defaults tuned for batched entries on a LAN.
+func DefaultConfig() Config {
+	return Config{
+		RaftLogLevel:       slog.LevelInfo,
+		Engine:             engine.DefaultConfig(),
+		MaxBatchCommands:   1024,
+		MaxBatchBytes:      1 << 20,
+		MaxInFlight:        4,
+		QueueDepth:         8192,
+		EnqueueTimeout:     2 * time.Second,
+		ApplyTimeout:       10 * time.Second,
+		HeartbeatTimeout:   300 * time.Millisecond,
+		ElectionTimeout:    300 * time.Millisecond,
+		LeaderLeaseTimeout: 150 * time.Millisecond,
+		CommitTimeout:      20 * time.Millisecond,
+		MaxAppendEntries:   64,
+		TrailingLogs:       1024,
+		SnapshotThreshold:  4096,
+		SnapshotInterval:   24 * time.Hour,
+		SnapshotRetain:     2,
+	}
+}
+
+// Validate reports the first invalid field by name and value.
+func (c *Config) Validate() error {
+	switch {
+	case c.ShardID < 0:
+		return fmt.Errorf("fsm: ShardID %d < 0", c.ShardID)
+	case c.Dir == "":
+		return fmt.Errorf("fsm: Dir is empty")
+	case c.LocalID == "":
+		return fmt.Errorf("fsm: LocalID is empty")
+	case c.Transport == nil:
+		return fmt.Errorf("fsm: Transport is nil")
+	case c.MaxBatchCommands < 1:
+		return fmt.Errorf("fsm: MaxBatchCommands %d < 1", c.MaxBatchCommands)
+	case c.MaxBatchBytes < 1:
+		return fmt.Errorf("fsm: MaxBatchBytes %d < 1", c.MaxBatchBytes)
+	case c.MaxInFlight < 1:
+		return fmt.Errorf("fsm: MaxInFlight %d < 1", c.MaxInFlight)
+	case c.QueueDepth < 1:
+		return fmt.Errorf("fsm: QueueDepth %d < 1", c.QueueDepth)
+	case c.EnqueueTimeout <= 0:
+		return fmt.Errorf("fsm: EnqueueTimeout %v <= 0", c.EnqueueTimeout)
+	case c.ApplyTimeout <= 0:
+		return fmt.Errorf("fsm: ApplyTimeout %v <= 0", c.ApplyTimeout)
+	case c.SnapshotRetain < 1:
+		return fmt.Errorf("fsm: SnapshotRetain %d < 1", c.SnapshotRetain)
+	case c.Engine.NodeMaxBytes < 0:
+		return fmt.Errorf("fsm: Engine.NodeMaxBytes %d < 0", c.Engine.NodeMaxBytes)
+	case c.Engine.NodeMaxEntries < 0:
+		return fmt.Errorf("fsm: Engine.NodeMaxEntries %d < 0", c.Engine.NodeMaxEntries)
+	}
+	return raft.ValidateConfig(c.raftConfig(nil))
+}
+
+// raftConfig translates c into hashicorp/raft's configuration.
+func (c *Config) raftConfig(logger *slog.Logger) *raft.Config {
+	rc := raft.DefaultConfig()
+	rc.LocalID = c.LocalID
+	rc.HeartbeatTimeout = c.HeartbeatTimeout
+	rc.ElectionTimeout = c.ElectionTimeout
+	rc.LeaderLeaseTimeout = c.LeaderLeaseTimeout
+	rc.CommitTimeout = c.CommitTimeout
+	rc.MaxAppendEntries = c.MaxAppendEntries
+	rc.TrailingLogs = c.TrailingLogs
+	rc.SnapshotThreshold = c.SnapshotThreshold
+	rc.SnapshotInterval = c.SnapshotInterval
+	// Let raft coalesce our (already batched) entries into one disk write
+	// when several are in flight.
+	rc.BatchApplyCh = true
+	rc.LogLevel = "INFO"
+	if logger != nil {
+		rc.Logger = NewHCLogger(logger, c.RaftLogLevel).Named("raft")
+	}
+	return rc
+}

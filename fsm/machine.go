@@ -1,0 +1,156 @@
+package fsm
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/raftstream/raftstream/engine"
+)
+
+// machine is one shard's raft.BatchingFSM: it owns the engine and applies
+// decoded batches to it. Raft calls ApplyBatch, Snapshot and Restore from its
+// FSM goroutine, one at a time; readers (Shard.Read, StaleRead) take mu's
+// read side from other goroutines.
+type machine struct {
+	shard  int
+	notify func(shard int, keys []string)
+	log    *slog.Logger
+
+	// mu guards eng and lastNow: apply and restore hold it for writing,
+	// reads and Snapshot for reading.
+	mu  sync.RWMutex
+	eng *engine.Engine
+	// lastNow is the largest timestamp applied so far (unix ms).
+	// Invariant: non-decreasing across applies, restarts (persisted in
+	// snapshots) and leaders, so engine time never runs backwards.
+	lastNow int64
+	// pendingSignals holds keys signalled by an engine that DEBUG RELOAD
+	// replaced before ApplyBatch could take them.
+	pendingSignals []string
+}
+
+var _ raft.BatchingFSM = (*machine)(nil)
+
+func newMachine(shard int, cfg engine.Config, notify func(int, []string), log *slog.Logger) *machine {
+	return &machine{shard: shard, notify: notify, log: log, eng: engine.New(cfg)}
+}
+
+// Apply implements raft.FSM for a single entry.
+func (m *machine) Apply(l *raft.Log) any { return m.ApplyBatch([]*raft.Log{l})[0] }
+
+// ApplyBatch implements raft.BatchingFSM. For every LogCommand entry the
+// result is a [][]engine.Reply (one reply slice per unit, one reply per
+// command); raft hands it to the proposer's ApplyFuture. Other entry types
+// get nil. An entry that does not decode panics: skipping it would let this
+// replica diverge from its peers silently.
+func (m *machine) ApplyBatch(logs []*raft.Log) []any {
+	out := make([]any, len(logs))
+	var keys []string
+	var seen map[string]struct{}
+	m.mu.Lock()
+	for i, l := range logs {
+		if l.Type != raft.LogCommand {
+			continue
+		}
+		b, err := DecodeBatch(l.Data)
+		if err != nil {
+			m.mu.Unlock()
+			m.log.Error("undecodable log entry; stopping replica", "shard", m.shard, "index", l.Index, "term", l.Term, "err", err)
+			panic(fmt.Sprintf("fsm: shard %d: log entry %d (term %d): %v", m.shard, l.Index, l.Term, err))
+		}
+		out[i] = m.applyLocked(b)
+		signaled := m.eng.TakeSignaled()
+		if len(m.pendingSignals) > 0 {
+			signaled = append(m.pendingSignals, signaled...)
+			m.pendingSignals = nil
+		}
+		for _, k := range signaled {
+			if seen == nil {
+				seen = make(map[string]struct{})
+			}
+			if _, dup := seen[k]; !dup {
+				seen[k] = struct{}{}
+				keys = append(keys, k)
+			}
+		}
+	}
+	m.mu.Unlock()
+	if len(keys) > 0 && m.notify != nil {
+		m.notify(m.shard, keys)
+	}
+	return out
+}
+
+// applyLocked runs one batch at now = max(b.TS, lastNow). m.mu is held.
+func (m *machine) applyLocked(b *Batch) [][]engine.Reply {
+	now := max(b.TS, m.lastNow)
+	m.lastNow = now
+	if b.IsFence() {
+		return nil
+	}
+	res := make([][]engine.Reply, len(b.Units))
+	for i, u := range b.Units {
+		replies := make([]engine.Reply, len(u))
+		for j, argv := range u {
+			replies[j] = m.execLocked(now, argv)
+		}
+		res[i] = replies
+	}
+	return res
+}
+
+// execLocked runs one command: the FSM's own log commands (special.go) or
+// the engine's.
+func (m *machine) execLocked(now int64, argv [][]byte) engine.Reply {
+	if r, ok := m.special(argv); ok {
+		return r
+	}
+	if execHook != nil {
+		if r, ok := execHook(m.eng, now, argv); ok {
+			return r
+		}
+	}
+	return m.eng.Exec(now, argv)
+}
+
+// execHook, if set, may claim a command before the engine sees it. Tests
+// only (set before any shard opens): it lets fsm tests drive replicated state
+// with commands of their own, independent of the engine's command set.
+var execHook func(e *engine.Engine, now int64, argv [][]byte) (engine.Reply, bool)
+
+// Snapshot implements raft.FSM: a cheap point-in-time view of the engine
+// plus the FSM's own state; Persist serialises it while applies continue.
+func (m *machine) Snapshot() (raft.FSMSnapshot, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	es, err := snapshotEngine(m.eng)
+	if err != nil {
+		return nil, err
+	}
+	return &fsmSnapshot{hdr: snapshotHeader{LastNow: m.lastNow, Shard: m.shard, Engine: m.eng.Config()}, eng: es}, nil
+}
+
+// Restore implements raft.FSM: it replaces the engine and lastNow with the
+// snapshot's. On error the current state is kept (raft then fails).
+func (m *machine) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	hdr, eng, err := readSnapshot(rc)
+	if err != nil {
+		return fmt.Errorf("fsm: shard %d: restore: %w", m.shard, err)
+	}
+	m.mu.Lock()
+	m.eng, m.lastNow = eng, hdr.LastNow
+	m.mu.Unlock()
+	return nil
+}
+
+// view runs fn on the engine under the read lock.
+func (m *machine) view(fn func(*engine.Engine)) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	fn(m.eng)
+}

@@ -1,0 +1,192 @@
+package fsm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+)
+
+// Shard is one replica of one shard: a Raft group member, its FSM (the
+// engine) and its proposal batcher. All methods are safe for concurrent use.
+type Shard struct {
+	cfg   Config
+	log   *slog.Logger
+	m     *machine
+	raft  *raft.Raft
+	store *raftboltdb.BoltStore
+	snaps *raft.FileSnapshotStore
+
+	// subMu orders Submit against Close: Submit enqueues under the read
+	// side, Close flips closed under the write side, so after Close no
+	// proposal can enter the queue and the batcher can drain it for good.
+	subMu  sync.RWMutex
+	closed bool
+	queue  chan *proposal
+	// inflight is a semaphore of MaxInFlight proposed, unapplied entries.
+	inflight   chan struct{}
+	shutdownCh chan struct{}
+	loopDone   chan struct{}
+	waiters    sync.WaitGroup
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens (or creates) the shard replica in cfg.Dir and starts Raft and
+// the batcher. A fresh replica has no configuration: call BootstrapIfEmpty on
+// the founding members, or have the leader add it.
+func Open(cfg Config) (*Shard, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	log = log.With("shard", cfg.ShardID)
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("fsm: shard %d: %w", cfg.ShardID, err)
+	}
+	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.Dir, "raft.db"), NoSync: cfg.NoSync})
+	if err != nil {
+		return nil, fmt.Errorf("fsm: shard %d: open log store: %w", cfg.ShardID, err)
+	}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.Dir, cfg.SnapshotRetain, NewHCLogger(log, cfg.RaftLogLevel).Named("snapshot"))
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("fsm: shard %d: open snapshot store: %w", cfg.ShardID, err)
+	}
+	logs, err := raft.NewLogCache(256, store)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	m := newMachine(cfg.ShardID, cfg.Engine, cfg.Notify, log)
+	r, err := raft.NewRaft(cfg.raftConfig(log), m, logs, store, snaps, cfg.Transport)
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("fsm: shard %d: start raft: %w", cfg.ShardID, err)
+	}
+	s := &Shard{
+		cfg: cfg, log: log, m: m, raft: r, store: store, snaps: snaps,
+		queue:      make(chan *proposal, cfg.QueueDepth),
+		inflight:   make(chan struct{}, cfg.MaxInFlight),
+		shutdownCh: make(chan struct{}),
+		loopDone:   make(chan struct{}),
+	}
+	go s.run()
+	return s, nil
+}
+
+// BootstrapIfEmpty makes servers the group's initial configuration if this
+// replica has no Raft state at all (no log, no term, no snapshot); otherwise
+// it does nothing. Call it on every founding member with the same servers.
+func (s *Shard) BootstrapIfEmpty(servers []raft.Server) error {
+	has, err := raft.HasExistingState(s.store, s.store, s.snaps)
+	if err != nil {
+		return fmt.Errorf("fsm: shard %d: %w", s.cfg.ShardID, err)
+	}
+	if has {
+		return nil
+	}
+	err = s.raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error()
+	if errors.Is(err, raft.ErrCantBootstrap) {
+		return nil
+	}
+	return err
+}
+
+// Raft exposes the Raft instance for membership changes and leadership
+// transfer (cluster/). Do not Apply to it directly: that bypasses the entry
+// encoding.
+func (s *Shard) Raft() *raft.Raft { return s.raft }
+
+// ShardID is the shard number.
+func (s *Shard) ShardID() int { return s.cfg.ShardID }
+
+// Close stops the batcher (queued proposals fail with ErrShutdown), shuts
+// Raft down (in-flight ones fail with ErrUnknownOutcome) and closes the log
+// store. The transport is the caller's. Safe to call more than once.
+func (s *Shard) Close() error {
+	s.closeOnce.Do(func() {
+		s.subMu.Lock()
+		s.closed = true
+		close(s.shutdownCh)
+		s.subMu.Unlock()
+		<-s.loopDone
+		err := s.raft.Shutdown().Error()
+		s.waiters.Wait()
+		s.closeErr = errors.Join(err, s.store.Close())
+	})
+	return s.closeErr
+}
+
+// TakeSnapshot asks Raft for a snapshot now and waits for it (the node
+// schedules these across its shards). raft.ErrNothingNewToSnapshot is
+// returned as is.
+func (s *Shard) TakeSnapshot() error { return s.raft.Snapshot().Error() }
+
+// IsLeader reports whether this replica currently believes it leads.
+func (s *Shard) IsLeader() bool { return s.raft.State() == raft.Leader }
+
+// Leader returns the leader's server ID and address as known here; empty
+// during an election.
+func (s *Shard) Leader() (id, addr string) {
+	a, i := s.raft.LeaderWithID()
+	return string(i), string(a)
+}
+
+// Status is a replica's Raft state, for INFO.
+type Status struct {
+	Role         string // leader, follower, candidate, shutdown
+	Term         uint64
+	CommitIndex  uint64
+	AppliedIndex uint64
+	LastIndex    uint64
+	LeaderID     string
+	LeaderAddr   string
+}
+
+// Status reports the replica's Raft state.
+func (s *Shard) Status() Status {
+	id, addr := s.Leader()
+	return Status{
+		Role:         strings.ToLower(s.raft.State().String()),
+		Term:         s.raft.CurrentTerm(),
+		CommitIndex:  s.raft.CommitIndex(),
+		AppliedIndex: s.raft.AppliedIndex(),
+		LastIndex:    s.raft.LastIndex(),
+		LeaderID:     id,
+		LeaderAddr:   addr,
+	}
+}
+
+// WaitForLeader waits until the group has a known leader and returns it.
+func (s *Shard) WaitForLeader(ctx context.Context) (id, addr string, err error) {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if id, addr = s.Leader(); id != "" {
+			return id, addr, nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", "", fmt.Errorf("fsm: shard %d: no leader: %w", s.cfg.ShardID, ctx.Err())
+		case <-s.shutdownCh:
+			return "", "", ErrShutdown
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,404 @@
+package fsm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/raftstream/raftstream/engine"
+)
+
+func TestSubmitAppliesAndReplies(t *testing.T) {
+	s := singleVoter(t, nil)
+	if rs := apply(t, s.Shard, incr); len(rs) != 1 || rs[0] != engine.Integer(1) {
+		t.Fatalf("T.INCR replies %v, want [1]", rs)
+	}
+	// A unit applies atomically in order and answers every command; a user
+	// error is a reply, not a failure, and does not stop the unit.
+	rs := apply(t, s.Shard, unit(cmd("T.INCR"), cmd("NOSUCHCOMMAND", "x"), cmd("T.INCR")))
+	if len(rs) != 3 || rs[0] != engine.Integer(2) || rs[2] != engine.Integer(3) {
+		t.Fatalf("replies %v", rs)
+	}
+	if e, ok := rs[1].(*engine.Error); !ok || e.Msg != "ERR unknown command 'NOSUCHCOMMAND'" {
+		t.Fatalf("unknown command reply %#v", rs[1])
+	}
+	if got := apply(t, s.Shard, unit()); len(got) != 0 {
+		t.Fatalf("empty unit replies %v", got)
+	}
+	if n := counter(t, s.Shard); n != 3 {
+		t.Fatalf("counter %d, want 3", n)
+	}
+}
+
+func TestSubmitValidationSkipsRejectedCommands(t *testing.T) {
+	old := validateCommand
+	validateCommand = func(argv [][]byte) *engine.Error {
+		if string(argv[0]) == "BAD" {
+			return engine.ErrSyntax
+		}
+		return nil
+	}
+	t.Cleanup(func() { validateCommand = old })
+	s := singleVoter(t, nil)
+	before := s.Raft().LastIndex()
+	rs := apply(t, s.Shard, unit(cmd("BAD")))
+	if len(rs) != 1 || rs[0] != engine.ErrSyntax {
+		t.Fatalf("replies %v", rs)
+	}
+	if s.Raft().LastIndex() != before {
+		t.Fatalf("a rejected unit was proposed")
+	}
+	rs = apply(t, s.Shard, unit(cmd("T.INCR"), cmd("BAD"), cmd("T.INCR")))
+	if len(rs) != 3 || rs[0] != engine.Integer(1) || rs[1] != engine.ErrSyntax || rs[2] != engine.Integer(2) {
+		t.Fatalf("replies %v", rs)
+	}
+}
+
+// TestBatching: many concurrent submitters share log entries.
+func TestBatching(t *testing.T) {
+	s := singleVoter(t, nil)
+	const writers, each = 50, 40
+	before := s.Raft().LastIndex()
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				if _, err := s.Submit(incr).Wait(context.Background()); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	entries := s.Raft().LastIndex() - before
+	t.Logf("%d commands in %d log entries", writers*each, entries)
+	if entries*5 > writers*each {
+		t.Fatalf("%d commands took %d log entries; want at most a fifth", writers*each, entries)
+	}
+	if n := counter(t, s.Shard); n != writers*each {
+		t.Fatalf("counter %d, want %d", n, writers*each)
+	}
+}
+
+// TestOrderPreserved: one goroutine's submissions apply in submission order
+// even when it does not wait in between, across batches.
+func TestOrderPreserved(t *testing.T) {
+	s := singleVoter(t, func(c *Config) { c.MaxBatchCommands = 7 })
+	const writers, each = 8, 100
+	var wg sync.WaitGroup
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			futs := make([]*Future, each)
+			for i := range futs {
+				futs[i] = s.Submit(incr)
+			}
+			last := int64(0)
+			for i, f := range futs {
+				rs, err := f.Wait(context.Background())
+				if err != nil {
+					t.Errorf("submission %d: %v", i, err)
+					return
+				}
+				v := int64(rs[0].(engine.Integer))
+				if v <= last {
+					t.Errorf("submission %d applied at %d, after one applied at %d", i, v, last)
+				}
+				last = v
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// TestClockNeverRunsBackwards: the apply time is max(entry time, last).
+func TestClockNeverRunsBackwards(t *testing.T) {
+	var mu sync.Mutex
+	clock := time.UnixMilli(1_000_000)
+	s := singleVoter(t, func(c *Config) {
+		c.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	})
+	now := func() int64 { return int64(apply(t, s.Shard, unit(cmd("T.NOW")))[0].(engine.Integer)) }
+	if got := now(); got != 1_000_000 {
+		t.Fatalf("now %d, want the leader clock 1000000", got)
+	}
+	mu.Lock()
+	clock = time.UnixMilli(500_000) // the leader clock jumps back
+	mu.Unlock()
+	if got := now(); got != 1_000_000 {
+		t.Fatalf("now %d after a backwards jump, want 1000000", got)
+	}
+	mu.Lock()
+	clock = time.UnixMilli(2_000_000)
+	mu.Unlock()
+	if got := now(); got != 2_000_000 {
+		t.Fatalf("now %d, want 2000000", got)
+	}
+}
+
+func TestRestartFromLog(t *testing.T) {
+	s := singleVoter(t, nil)
+	for i := 0; i < 30; i++ {
+		apply(t, s.Shard, incr)
+	}
+	s.close(t)
+	r := openReplica(t, s.dir, s.id, string(s.addr), nil)
+	if err := r.BootstrapIfEmpty([]raft.Server{r.server()}); err != nil {
+		t.Fatal(err)
+	}
+	waitLeader(t, r)
+	if n := counter(t, r.Shard); n != 30 {
+		t.Fatalf("counter after restart %d, want 30", n)
+	}
+	if rs := apply(t, r.Shard, incr); rs[0] != engine.Integer(31) {
+		t.Fatalf("next T.INCR %v, want 31", rs)
+	}
+}
+
+func TestRestartFromSnapshotAndLog(t *testing.T) {
+	var mu sync.Mutex
+	clock := time.UnixMilli(9_000_000)
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	s := singleVoter(t, func(c *Config) { c.Now = now; c.TrailingLogs = 2 })
+	for i := 0; i < 20; i++ {
+		apply(t, s.Shard, incr)
+	}
+	if err := s.TakeSnapshot(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 5; i++ {
+		apply(t, s.Shard, incr)
+	}
+	s.close(t)
+	mu.Lock()
+	clock = time.UnixMilli(1) // the restarted leader's clock is far behind
+	mu.Unlock()
+	r := openReplica(t, s.dir, s.id, string(s.addr), func(c *Config) { c.Now = now })
+	if got := r.Raft().Stats()["last_snapshot_index"]; got == "0" {
+		t.Fatalf("no snapshot on disk")
+	}
+	waitLeader(t, r)
+	if n := counter(t, r.Shard); n != 25 {
+		t.Fatalf("counter after restart %d, want 25", n)
+	}
+	if got := apply(t, r.Shard, unit(cmd("T.NOW")))[0]; got != engine.Integer(9_000_000) {
+		t.Fatalf("apply time after restart %v, want the persisted 9000000", got)
+	}
+}
+
+func TestBusyAndShutdown(t *testing.T) {
+	s := singleVoter(t, func(c *Config) { c.QueueDepth = 1; c.MaxInFlight = 1 })
+	slow := s.Submit(unit(cmd("T.SLEEP", "300")))
+	var busy bool
+	var queued []*Future
+	for i := 0; i < 50 && !busy; i++ {
+		f := s.Submit(incr)
+		select {
+		case <-f.Done():
+			_, err := f.Wait(context.Background())
+			busy = errors.Is(err, ErrBusy)
+		default:
+			queued = append(queued, f)
+		}
+	}
+	if !busy {
+		t.Fatalf("a full queue did not report ErrBusy")
+	}
+	for _, f := range append(queued, slow) {
+		if _, err := f.Wait(context.Background()); err != nil {
+			t.Fatalf("queued unit: %v", err)
+		}
+	}
+	s.close(t)
+	if _, err := s.Submit(incr).Wait(context.Background()); !errors.Is(err, ErrShutdown) && !isNotLeader(err) {
+		t.Fatalf("submit after close: %v", err)
+	}
+	if err := s.Read(context.Background(), func(*engine.Engine) {}); !errors.Is(err, ErrShutdown) && !isNotLeader(err) {
+		t.Fatalf("read after close: %v", err)
+	}
+}
+
+func TestApplyTimeoutIsUnknownOutcome(t *testing.T) {
+	s := singleVoter(t, func(c *Config) { c.ApplyTimeout = 50 * time.Millisecond })
+	_, err := s.Submit(unit(cmd("T.SLEEP", "300"), cmd("T.INCR"))).Wait(context.Background())
+	if !errors.Is(err, ErrUnknownOutcome) {
+		t.Fatalf("err %v, want ErrUnknownOutcome", err)
+	}
+	// It did apply after all: unknown means unknown, not "not applied".
+	waitFor(t, 5*time.Second, "the slow unit to apply", func() bool {
+		var n int
+		s.StaleRead(func(e *engine.Engine) { n = e.Config().NodeMaxEntries })
+		return n == 1
+	})
+}
+
+func TestNotifyAfterApply(t *testing.T) {
+	old := execHook
+	execHook = func(e *engine.Engine, now int64, argv [][]byte) (engine.Reply, bool) {
+		return old(e, now, argv)
+	}
+	t.Cleanup(func() { execHook = old })
+	got := make(chan []string, 16)
+	s := singleVoter(t, func(c *Config) {
+		c.ShardID = 7
+		c.Notify = func(shard int, keys []string) {
+			if shard != 7 {
+				t.Errorf("notify shard %d", shard)
+			}
+			got <- keys
+		}
+	})
+	apply(t, s.Shard, incr)
+	select {
+	case keys := <-got:
+		t.Fatalf("notify %v for a unit that signals nothing", keys)
+	case <-time.After(50 * time.Millisecond):
+	}
+}
+
+// clusterOf3 opens three bootstrapped voters on loopback TCP.
+func clusterOf3(t *testing.T) []*replica {
+	t.Helper()
+	rs := make([]*replica, 3)
+	for i := range rs {
+		rs[i] = openReplica(t, t.TempDir(), raft.ServerID("n"+strconv.Itoa(i+1)), "127.0.0.1:0", nil)
+	}
+	servers := []raft.Server{rs[0].server(), rs[1].server(), rs[2].server()}
+	for _, r := range rs {
+		if err := r.BootstrapIfEmpty(servers); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return rs
+}
+
+func leaderOf(t *testing.T, rs []*replica) *replica {
+	t.Helper()
+	var l *replica
+	waitFor(t, 10*time.Second, "a leader", func() bool {
+		for _, r := range rs {
+			if r.IsLeader() {
+				l = r
+				return true
+			}
+		}
+		return false
+	})
+	return l
+}
+
+// TestLeaderKill: writers hammer the leader while it is shut down. Every
+// acknowledged write is on the new leader; a write that failed on the old
+// leader failed as not-leader / unknown / shutdown, never as a false OK.
+func TestLeaderKill(t *testing.T) {
+	rs := clusterOf3(t)
+	old := leaderOf(t, rs)
+	if err := old.Read(context.Background(), func(*engine.Engine) {}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		if r != old {
+			if err := r.Read(context.Background(), func(*engine.Engine) {}); !isNotLeader(err) {
+				t.Fatalf("read on follower %s: %v, want NotLeaderError", r.id, err)
+			}
+			if _, err := r.Submit(incr).Wait(context.Background()); !isNotLeader(err) {
+				t.Fatalf("submit on follower %s: %v, want NotLeaderError", r.id, err)
+			}
+			var nl *NotLeaderError
+			errors.As(r.Read(context.Background(), func(*engine.Engine) {}), &nl)
+			if nl.LeaderID != string(old.id) {
+				t.Fatalf("follower names leader %q, want %q", nl.LeaderID, old.id)
+			}
+		}
+	}
+
+	var (
+		mu       sync.Mutex
+		maxAcked int64
+		outcomes = map[string]int{}
+	)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := 0; w < 20; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 1000; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				res, err := old.Submit(incr).Wait(ctx)
+				cancel()
+				mu.Lock()
+				switch {
+				case err == nil:
+					maxAcked = max(maxAcked, int64(res[0].(engine.Integer)))
+					outcomes["ok"]++
+				case isNotLeader(err):
+					outcomes["notleader"]++
+				case errors.Is(err, ErrUnknownOutcome):
+					outcomes["unknown"]++
+				case errors.Is(err, ErrShutdown):
+					outcomes["shutdown"]++
+				default:
+					t.Errorf("unexpected error %v", err)
+				}
+				mu.Unlock()
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+	waitFor(t, 10*time.Second, "some acknowledged writes", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return outcomes["ok"] >= 200
+	})
+	old.close(t)
+	close(stop)
+	wg.Wait()
+
+	var rest []*replica
+	for _, r := range rs {
+		if r != old {
+			rest = append(rest, r)
+		}
+	}
+	nl := leaderOf(t, rest)
+	n := counter(t, nl.Shard)
+	t.Logf("outcomes %v; max acknowledged %d; new leader %s has %d", outcomes, maxAcked, nl.id, n)
+	if n < maxAcked {
+		t.Fatalf("acknowledged write %d lost: new leader has %d", maxAcked, n)
+	}
+	// The new leader keeps serving, and the survivor converges on it.
+	next := apply(t, nl.Shard, incr)[0].(engine.Integer)
+	if int64(next) != n+1 {
+		t.Fatalf("next T.INCR %d, want %d", next, n+1)
+	}
+	for _, r := range rest {
+		waitFor(t, 5*time.Second, fmt.Sprintf("%s to apply %d", r.id, next), func() bool {
+			var v int
+			r.StaleRead(func(e *engine.Engine) { v = e.Config().NodeMaxEntries })
+			return v == int(next)
+		})
+	}
+}

@@ -1,0 +1,169 @@
+package fsm
+
+import (
+	"bytes"
+	"math"
+	"math/bits"
+	"strconv"
+	"strings"
+
+	"github.com/raftstream/raftstream/engine"
+)
+
+// Log commands the FSM executes itself instead of the engine. They go through
+// the log like any write, so every replica runs them at the same point:
+//
+//   - DEBUG RELOAD: serialise the engine and load it back in place (what
+//     Redis does with an RDB), on every replica: a live check that the
+//     snapshot encoding round-trips. Replies +OK, or an error reply if the
+//     round trip fails (the old engine is then kept).
+//   - CONFIG SET param value [param value ...] for stream-node-max-bytes and
+//     stream-node-max-entries: the engine configuration is replicated state.
+//     Parameter names are case-insensitive; values are parsed and errors
+//     worded exactly as Redis 7 does; all pairs apply or none.
+//
+// Other CONFIG SET parameters are not replicated and must not be proposed;
+// if one is, it fails here with Redis's unknown-option error on every
+// replica alike.
+
+// special runs argv if it is one of the FSM's own commands. m.mu is held.
+func (m *machine) special(argv [][]byte) (engine.Reply, bool) {
+	if len(argv) < 2 {
+		return nil, false
+	}
+	switch {
+	case len(argv) == 2 && ieq(argv[0], "DEBUG") && ieq(argv[1], "RELOAD"):
+		return m.debugReload(), true
+	case ieq(argv[0], "CONFIG") && ieq(argv[1], "SET"):
+		return m.configSet(argv[2:]), true
+	}
+	return nil, false
+}
+
+func ieq(b []byte, s string) bool { return strings.EqualFold(string(b), s) }
+
+// debugReload round-trips the engine through its snapshot encoding.
+func (m *machine) debugReload() engine.Reply {
+	es, err := snapshotEngine(m.eng)
+	if err != nil {
+		return engine.Errorf("ERR DEBUG RELOAD failed: %v", err)
+	}
+	var buf bytes.Buffer
+	if _, err := es.WriteTo(&buf); err != nil {
+		return engine.Errorf("ERR DEBUG RELOAD failed: %v", err)
+	}
+	eng, err := restoreEngine(&buf)
+	if err != nil {
+		return engine.Errorf("ERR DEBUG RELOAD failed: %v", err)
+	}
+	eng.SetConfig(m.eng.Config())
+	// Keys signalled by earlier commands of this entry still need waking.
+	m.pendingSignals = append(m.pendingSignals, m.eng.TakeSignaled()...)
+	m.eng = eng
+	return engine.OK
+}
+
+// configSet applies CONFIG SET's parameter/value pairs atomically.
+func (m *machine) configSet(args [][]byte) engine.Reply {
+	if len(args) == 0 || len(args)%2 != 0 {
+		return engine.Errorf("ERR wrong number of arguments for 'config|set' command")
+	}
+	// Redis checks every name (and duplicates) before any value.
+	seen := make([]string, 0, len(args)/2)
+	for i := 0; i < len(args); i += 2 {
+		name := strings.ToLower(string(args[i]))
+		if name != "stream-node-max-bytes" && name != "stream-node-max-entries" {
+			return engine.Errorf("ERR Unknown option or number of arguments for CONFIG SET - '%s'", args[i])
+		}
+		for _, s := range seen {
+			if s == name {
+				return configErr(args[i], "duplicate parameter")
+			}
+		}
+		seen = append(seen, name)
+	}
+	cfg := m.eng.Config()
+	for i := 0; i < len(args); i += 2 {
+		if seen[i/2] == "stream-node-max-bytes" {
+			v, msg := parseMemory(args[i+1])
+			if msg != "" {
+				return configErr(args[i], msg)
+			}
+			cfg.NodeMaxBytes = int(v)
+		} else {
+			v, err := strconv.ParseInt(string(args[i+1]), 10, 64)
+			if err != nil || !canonicalInt(args[i+1]) {
+				return configErr(args[i], "argument couldn't be parsed into an integer")
+			}
+			if v < 0 {
+				return configErr(args[i], "argument must be between 0 and 9223372036854775807 inclusive")
+			}
+			cfg.NodeMaxEntries = int(v)
+		}
+	}
+	m.eng.SetConfig(cfg)
+	return engine.OK
+}
+
+func configErr(param []byte, msg string) engine.Reply {
+	return engine.Errorf("ERR CONFIG SET failed (possibly related to argument '%s') - %s", param, msg)
+}
+
+// canonicalInt reports whether b is written the way Redis's string2ll
+// accepts: no sign other than a leading '-', no leading zeros, no spaces.
+func canonicalInt(b []byte) bool {
+	s := string(b)
+	if strings.HasPrefix(s, "-") {
+		s = s[1:]
+		if s == "0" {
+			return false
+		}
+	}
+	return s != "" && s[0] >= '0' && s[0] <= '9' && (s[0] != '0' || len(s) == 1)
+}
+
+// parseMemory parses a Redis memory value (digits with an optional b, k, kb,
+// m, mb, g or gb unit, case-insensitive) as CONFIG SET does; msg is Redis's
+// error text on failure.
+func parseMemory(b []byte) (v uint64, msg string) {
+	const notMemory = "argument must be a memory value"
+	s := string(b)
+	if strings.HasPrefix(s, "-") {
+		return 0, notMemory
+	}
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	var mul uint64
+	switch strings.ToLower(s[i:]) {
+	case "", "b":
+		mul = 1
+	case "k":
+		mul = 1000
+	case "kb":
+		mul = 1024
+	case "m":
+		mul = 1000 * 1000
+	case "mb":
+		mul = 1024 * 1024
+	case "g":
+		mul = 1000 * 1000 * 1000
+	case "gb":
+		mul = 1024 * 1024 * 1024
+	default:
+		return 0, notMemory
+	}
+	if i > 0 {
+		n, err := strconv.ParseUint(s[:i], 10, 64)
+		if err != nil {
+			n = math.MaxUint64 // strtoull saturates on overflow
+		}
+		v = n
+	}
+	_, v = bits.Mul64(v, mul) // C's unsigned multiplication wraps
+	if v > math.MaxInt64 {
+		return 0, "argument must be between 0 and 9223372036854775807 inclusive"
+	}
+	return v, ""
+}
