@@ -42,6 +42,7 @@ type node struct {
 	cmd  *exec.Cmd
 	Addr string
 	Port int
+	Bus  int
 	Dir  string
 	args []string
 	log  string
@@ -68,7 +69,7 @@ func (n *node) start() {
 		port := resptest.FreePort(n.t)
 		bus := resptest.FreePort(n.t)
 		if n.Port != 0 {
-			port = n.Port // restart on the same port
+			port, bus = n.Port, n.Bus // restart on the same ports
 		}
 		n.log = filepath.Join(n.Dir, "..", filepath.Base(n.Dir)+"-"+strconv.Itoa(port)+".log")
 		lf, err := os.Create(n.log)
@@ -86,7 +87,7 @@ func (n *node) start() {
 		lf.Close()
 		addr := fmt.Sprintf("127.0.0.1:%d", port)
 		if waitReady(addr, 15*time.Second, cmd) {
-			n.cmd, n.Addr, n.Port = cmd, addr, port
+			n.cmd, n.Addr, n.Port, n.Bus = cmd, addr, port, bus
 			return
 		}
 		_ = cmd.Process.Kill()
