@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"net"
 	"sync"
 	"time"
 
@@ -159,8 +160,8 @@ func (wl *Workload) Final(ctx context.Context) {
 			from = next
 		}
 		wl.xreadgroup(ctx, pr, k, "0")
-		for i := 0; i < 1000 && len(pr.unacked[k]) > 0; i++ {
-			if !wl.xack(ctx, pr, k) {
+		for i := 0; i < 1000; i++ { // at least once, then until all are acked
+			if !wl.xack(ctx, pr, k) || len(pr.unacked[k]) == 0 {
 				break
 			}
 		}
@@ -177,6 +178,10 @@ func (wl *Workload) do(ctx context.Context, pr *proc, args ...any) (any, error) 
 	r, err := wl.target(int(pr.p)).Do(ctx, args...)
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return nil, history.Rejected(err) // never sent
 	}
 	return r, err
 }

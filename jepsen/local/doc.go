@@ -1,0 +1,24 @@
+// Package local is the loopback side of the fault-injection harness: the
+// network faults a cluster of local processes can be put through without
+// root, network namespaces or tc (which this machine lacks).
+//
+// Every directed link between two endpoints goes through its own userspace
+// TCP Proxy listening on 127.0.0.1. A proxy's Mode is one of:
+//
+//   - Pass: bytes flow unchanged.
+//   - Delay: every chunk is delivered Delay after it arrived, in order.
+//   - Stall: nothing is delivered; bytes are held (as TCP would retransmit
+//     them across a short partition) and released in order when the mode
+//     changes.
+//   - Blackhole: bytes are dropped; connections that lost bytes are reset
+//     when the mode changes, so no peer ever sees a stream with a hole.
+//   - Reset: existing connections are reset (RST) and new ones are reset as
+//     soon as they are accepted.
+//
+// Net holds the proxies of a set of named endpoints and applies
+// partition-shaped schedules (Partition, Isolate, Heal) to them.
+//
+// NB: the part of the driver that starts and kills raftstream processes
+// belongs next to this, once the node binary and its flags are settled; it
+// is not here yet.
+package local
