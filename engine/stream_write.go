@@ -18,7 +18,9 @@ func init() {
 		_, _, err := parseAddOrTrim(argv, false)
 		return err
 	})
-	registerValidator("xdel", func(argv [][]byte) *Error { _, err := xdelSyntax(argv); return err })
+	// XDEL looks the key up before parsing IDs (a missing key replies 0
+	// whatever the IDs), so only its arity is stateless.
+	registerValidator("xdel", func(argv [][]byte) *Error { return arityAtLeast(argv, 3, "xdel") })
 	registerValidator("xsetid", func(argv [][]byte) *Error { _, err := xsetidSyntax(argv); return err })
 }
 
