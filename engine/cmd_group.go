@@ -1009,11 +1009,20 @@ func idBulk(id ID) BulkString { return BulkString(id.Append(nil)) }
 // entryReply is one stream entry as Redis emits it: [id, [field, value ...]].
 // The field bytes are copied: the storage may reuse them.
 func entryReply(id ID, fields [][]byte) Reply {
+	n := 41 // longest ID
+	for _, f := range fields {
+		n += len(f)
+	}
+	buf := make([]byte, 0, n)
+	buf = id.Append(buf)
+	idb := BulkString(buf[:len(buf):len(buf)])
 	fa := make(Array, len(fields))
 	for i, f := range fields {
-		fa[i] = BulkString(bytes.Clone(f))
+		start := len(buf)
+		buf = append(buf, f...)
+		fa[i] = BulkString(buf[start:len(buf):len(buf)])
 	}
-	return Array{idBulk(id), fa}
+	return Array{idb, fa}
 }
 
 // lastValidID is streamLastValidID: the ID of the last live entry.
