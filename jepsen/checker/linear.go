@@ -28,7 +28,12 @@ import (
 //     equal the list, value for value, and ID for ID where the list knows the
 //     ID; IDs it shows for unknown-outcome appends are learned.
 //
-// Failed operations and reads without a result are left out; xadd-idmp
+// Failed operations and reads without a result are left out, and so are
+// unknown-outcome appends whose value no full read of the stream shows:
+// placing such an append after the last read is always a valid
+// linearization point for it (it constrains nothing else: its ID is
+// unknown), so dropping it changes no verdict, while keeping it would make
+// porcupine try every subset of them before every read. xadd-idmp
 // retries of a value already in the list are modeled as no-ops returning the
 // first ID. Streams are checked one by one so an Illegal verdict names the
 // key; the porcupine visualization of each failing key is returned in
@@ -50,7 +55,7 @@ func Linearizable(in *Input) Result {
 	unknown := false
 	files := map[string][]byte{}
 	for _, k := range keys {
-		ops := m[k]
+		ops := observedOnly(m[k])
 		hist := make([]porcupine.Operation, len(ops))
 		for i, o := range ops {
 			ret := o.Return
@@ -91,6 +96,26 @@ func Linearizable(in *Input) Result {
 		r.Files = files
 	}
 	return r
+}
+
+// observedOnly drops the non-ok appends whose value no read in ops shows.
+func observedOnly(ops []*history.Op) []*history.Op {
+	seen := map[string]bool{}
+	for _, o := range ops {
+		if isRead(o) {
+			for _, e := range o.Value.Entries {
+				seen[e.Value] = true
+			}
+		}
+	}
+	var out []*history.Op
+	for _, o := range ops {
+		if o.F.IsWrite() && o.Type != history.OK && !seen[o.Value.Value] {
+			continue
+		}
+		out = append(out, o)
+	}
+	return out
 }
 
 // unlinearized returns, by invocation, up to 5 of ops that the longest

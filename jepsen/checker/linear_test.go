@@ -1,8 +1,10 @@
 package checker
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/raftstream/raftstream/jepsen/history"
 )
@@ -60,4 +62,21 @@ func TestLinearizable(t *testing.T) {
 		b.add1(0, s, "a", "1-0")
 		wantValid(t, b.check(t, Linearizable, Options{Trims: true}), Unknown, "")
 	})
+}
+
+// Unobserved unknown-outcome appends must not blow up the search: each of
+// them could be linearized before any read, and there are 2^40 subsets.
+func TestLinearizableManyUnobservedUnknownAppends(t *testing.T) {
+	var b hb
+	var want []history.Entry
+	for i := 0; i < 40; i++ {
+		b.op(history.Process(i%3), history.XAdd, s, history.Info, &history.Value{Value: fmt.Sprintf("lost-%d", i)}, nil)
+		v := fmt.Sprintf("v%d", i)
+		id := fmt.Sprintf("%d-0", i+1)
+		b.add1(3, s, v, id)
+		want = append(want, history.Entry{ID: id, Value: v})
+		b.read(4, s, want...)
+	}
+	r := b.check(t, Linearizable, Options{LinearTimeout: 3 * time.Second})
+	wantValid(t, r, Ok, "")
 }
