@@ -138,6 +138,12 @@ func TestGroup74Replies(t *testing.T) {
 		{7, "XGROUP HELP x", "-ERR wrong number of arguments for 'xgroup|help' command"},
 		{7, "XINFO NOPE s", "-ERR unknown subcommand 'NOPE'. Try XINFO HELP."},
 	})
+	// 7.4 refuses a BLOCK deadline that overflows (7.0 has no check).
+	runSteps(t, newTestEngine(1), []step{
+		{1, "XGROUP CREATE s g 0", "+OK"},
+		{1, "XREADGROUP GROUP g c BLOCK 9223372036854775807 STREAMS s >", "-ERR timeout is out of range"},
+		{1, "XREADGROUP GROUP g c BLOCK 9223372036854775806 STREAMS s >", "[s [[1-1 [f 1]]]]"},
+	})
 	help := run(e, 1, "XINFO HELP")
 	if !strings.HasSuffix(help, "+HELP +    Print this help.]") {
 		t.Fatalf("XINFO HELP footer: %s", help)
