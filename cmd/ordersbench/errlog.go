@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -16,8 +17,16 @@ type errorLog struct {
 
 const maxErrorKinds = 20
 
+// add counts err for cmd. Redirections are counted by kind (MOVED, ASK),
+// not by slot and address, so they do not crowd out other messages.
 func (l *errorLog) add(cmd string, err error) {
-	k := cmd + ": " + err.Error()
+	msg := err.Error()
+	for _, redirect := range []string{"MOVED ", "ASK "} {
+		if strings.HasPrefix(msg, redirect) {
+			msg = strings.TrimSpace(redirect) + " (redirection not followed)"
+		}
+	}
+	k := cmd + ": " + msg
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.counts == nil {

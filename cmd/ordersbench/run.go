@@ -40,21 +40,55 @@ func dial(cfg *Config, conns int) []redis.UniversalClient {
 	return cs
 }
 
+// setupAttempts bounds the retries of one idempotent setup command.
+const setupAttempts = 20
+
+// retry runs an idempotent command until it succeeds, fails with a
+// non-transient error, or setupAttempts are spent. A cluster that is still
+// electing leaders answers TRYAGAIN, CLUSTERDOWN or an unknown outcome; DEL
+// and XGROUP CREATE (BUSYGROUP ignored) are safe to repeat.
+func retry(ctx context.Context, fn func() error) error {
+	var err error
+	for i := range setupAttempts {
+		if err = fn(); err == nil || !transient(err) || ctx.Err() != nil {
+			return err
+		}
+		sleepCtx(ctx, time.Duration(50*(i+1))*time.Millisecond)
+	}
+	return err
+}
+
+// transient reports whether a setup command may succeed if repeated.
+func transient(err error) bool {
+	for _, p := range []string{"TRYAGAIN", "CLUSTERDOWN", "LOADING", "UNKNOWN", "MOVED", "ASK", "i/o timeout", "connection refused", "EOF"} {
+		if strings.Contains(err.Error(), p) {
+			return true
+		}
+	}
+	return false
+}
+
 // setup checks the connection, optionally deletes the streams and creates
 // every group on every stream (MKSTREAM; an existing group is kept).
 func setup(ctx context.Context, cfg *Config, c redis.UniversalClient, keys []string) error {
-	if err := c.Ping(ctx).Err(); err != nil {
+	if err := retry(ctx, func() error { return c.Ping(ctx).Err() }); err != nil {
 		return fmt.Errorf("ping %s: %w", strings.Join(cfg.Addrs, ","), err)
 	}
 	for _, k := range keys {
 		if cfg.Reset {
-			if err := c.Del(ctx, k).Err(); err != nil {
+			if err := retry(ctx, func() error { return c.Del(ctx, k).Err() }); err != nil {
 				return fmt.Errorf("del %s: %w", k, err)
 			}
 		}
 		for _, g := range cfg.Groups {
-			err := c.XGroupCreateMkStream(ctx, k, g, "$").Err()
-			if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
+			err := retry(ctx, func() error {
+				err := c.XGroupCreateMkStream(ctx, k, g, "$").Err()
+				if err != nil && strings.HasPrefix(err.Error(), "BUSYGROUP") {
+					return nil
+				}
+				return err
+			})
+			if err != nil {
 				return fmt.Errorf("xgroup create %s %s: %w", k, g, err)
 			}
 		}

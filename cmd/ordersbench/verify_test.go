@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 )
 
@@ -129,5 +131,24 @@ func TestOrderIDRoundTrip(t *testing.T) {
 	}
 	if _, err := ParseEntryID("12"); err == nil {
 		t.Fatalf("ParseEntryID accepted 12")
+	}
+}
+
+func TestErrorLogGroupsRedirectsAndBoundsKinds(t *testing.T) {
+	var l errorLog
+	l.add("xadd", errors.New("MOVED 9842 127.0.0.1:1"))
+	l.add("xadd", errors.New("MOVED 115 127.0.0.1:2"))
+	for i := range maxErrorKinds + 5 {
+		l.add("xack", fmt.Errorf("err %d", i))
+	}
+	s := l.Summary()
+	if s[0] != "2× xadd: MOVED (redirection not followed)" {
+		t.Fatalf("redirects not grouped: %q", s[0])
+	}
+	if len(s) != maxErrorKinds+1 || s[len(s)-1] != "6× (other messages)" {
+		t.Fatalf("kinds not bounded: %d %q", len(s), s[len(s)-1])
+	}
+	if !transient(errors.New("TRYAGAIN the shard has no leader")) || transient(errors.New("WRONGTYPE Operation")) {
+		t.Fatalf("transient classification wrong")
 	}
 }
