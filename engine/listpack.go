@@ -259,6 +259,9 @@ func lpDecode(lp []byte, off int) (lpElem, int) {
 // lpInt decodes the integer element at off (stream metadata fields are
 // always integers).
 func lpInt(lp []byte, off int) (int64, int) {
+	if c := lp[off]; c < 0x80 { // 7-bit uint: the common case for counters and flags
+		return int64(c), off + 2
+	}
 	e, next := lpDecode(lp, off)
 	if !e.IsInt {
 		v, _ := strconv.ParseInt(string(e.Str), 10, 64)
@@ -269,6 +272,12 @@ func lpInt(lp []byte, off int) (int64, int) {
 
 // lpSkip returns the offset of the element after the one at off.
 func lpSkip(lp []byte, off int) int {
+	switch c := lp[off]; {
+	case c < 0x80:
+		return off + 2
+	case c&0xC0 == 0x80: // 6-bit string: 1+n bytes, backlen 1 (n < 64 <= 127-1)
+		return off + 1 + int(c&0x3F) + 1
+	}
 	_, next := lpDecode(lp, off)
 	return next
 }

@@ -32,12 +32,37 @@ func NewStream() *Stream { return &Stream{} }
 // fields alternates field names and values; the stream copies them.
 func (s *Stream) appendEntry(cfg Config, id ID, fields [][]byte) {
 	r := &s.rax
-	if n := r.tail(); n != nil && !nodeMustSplit(cfg, n, fields) {
+	n := r.tail()
+	if n != nil && !nodeMustSplit(cfg, n, fields) {
 		r.own(n)
 		n.append(id, fields)
 		return
 	}
-	r.push(newNode(id, fields, r.gen))
+	if n != nil && cap(n.lp) > len(n.lp) {
+		// Seal the old tail at its exact size (lpShrinkToFit).
+		n.lp, n.gen = append(make([]byte, 0, len(n.lp)), n.lp...), r.gen
+	}
+	r.push(newNode(id, fields, r.gen, nodePrealloc(cfg, fields)))
+}
+
+// nodePrealloc is the capacity a new node starts with, as Redis's
+// streamAppendItem preallocates: 4096 bytes, lowered to
+// stream-node-max-bytes and to max-entries times the entry's raw size.
+func nodePrealloc(cfg Config, fields [][]byte) int {
+	pre := 4096
+	if cfg.NodeMaxBytes > 0 && cfg.NodeMaxBytes < pre {
+		pre = cfg.NodeMaxBytes
+	}
+	if cfg.NodeMaxEntries > 0 {
+		tot := 0
+		for _, f := range fields {
+			tot += len(f)
+		}
+		if m := cfg.NodeMaxEntries * tot; m < pre {
+			pre = m
+		}
+	}
+	return pre
 }
 
 // nodeMustSplit is streamAppendItem's rule for starting a new node: the

@@ -31,12 +31,12 @@ type node struct {
 
 // newNode builds a node holding one entry, as streamAppendItem does when it
 // starts a listpack.
-func newNode(id ID, fields [][]byte, gen uint64) node {
-	size := lpHeaderSize + 1
+func newNode(id ID, fields [][]byte, gen uint64, prealloc int) node {
+	size := lpHeaderSize + 1 + 16
 	for _, f := range fields {
 		size += 2 * lpElementSize(f)
 	}
-	lp := lpNew(size + 16)
+	lp := lpNew(max(size, prealloc))
 	lp = lp[:len(lp)-1]
 	nf := int64(len(fields) / 2)
 	lp = lpEncodeInt(lp, 1) // count
@@ -141,6 +141,15 @@ func (n *node) sameFields(fields [][]byte) bool {
 		return false
 	}
 	for i := 0; i < len(fields); i += 2 {
+		// Fast path: a short string stored as such compares bytewise.
+		if c := n.lp[off]; c&0xC0 == 0x80 {
+			l := int(c & 0x3F)
+			if string(n.lp[off+1:off+1+l]) != string(fields[i]) {
+				return false // an integer-looking name would be stored as an integer
+			}
+			off += 1 + l + 1
+			continue
+		}
 		var e lpElem
 		e, off = lpDecode(n.lp, off)
 		if !e.equal(fields[i]) {
