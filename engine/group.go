@@ -2,6 +2,21 @@ package engine
 
 import "sort"
 
+// Consumer groups, as Redis keeps them (t_stream.c, stream.h):
+//
+//   - A Stream holds its Groups sorted by name. A Group has a
+//     last-delivered-id, an entries-read counter (-1 when unknown), a PEL and
+//     its Consumers sorted by name.
+//   - A pending entry is one *NACK shared by the group PEL and its owner's
+//     consumer PEL (delivery time, delivery count, owner). Both PELs are
+//     pelTrees: ordered by ID, cheap appends, range scans.
+//   - A Consumer has a seen-time (any XREADGROUP/XCLAIM/XAUTOCLAIM attempt)
+//     and an active-time (a read or claim that delivered something; -1 if
+//     never), both from the command's now.
+//
+// Time enters only through Exec's now; replies and state never depend on Go
+// map order. The state is encoded by group_codec.go for snapshots.
+
 // Group is a consumer group (Redis's streamCG).
 //
 // Invariant: every NACK in PEL is in exactly one consumer's PEL (its

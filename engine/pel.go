@@ -8,7 +8,7 @@ import "sort"
 type NACK struct {
 	ID            ID
 	DeliveryTime  int64     // Unix ms of the last delivery
-	DeliveryCount uint64    // number of deliveries; >= 1 except after XCLAIM RETRYCOUNT 0 / FORCE
+	DeliveryCount uint64    // number of deliveries; >= 1 unless set by XCLAIM RETRYCOUNT 0
 	Consumer      *Consumer // owner; the consumer PEL that holds this NACK
 }
 
