@@ -33,8 +33,9 @@ type proposal struct {
 // EXEC, where a failing command does not abort the others).
 func (s *Shard) Submit(unit Unit) *Future {
 	p := &proposal{fut: newFuture(), unit: unit}
+	now := s.cfg.Now().UnixMilli()
 	for i, argv := range unit {
-		if e := validateCommand(argv); e != nil {
+		if e := validateCommand(now, argv); e != nil {
 			if p.pre == nil {
 				p.pre = make([]engine.Reply, len(unit))
 				p.unit = append(Unit(nil), unit[:i]...)

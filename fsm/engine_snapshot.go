@@ -1,5 +1,3 @@
-//go:build enginesnap
-
 package fsm
 
 import (
@@ -10,7 +8,7 @@ import (
 
 // snapshotEngine takes the engine's cheap point-in-time view; its WriteTo may
 // run while later entries apply.
-func snapshotEngine(e *engine.Engine) (engineSnapshot, error) { return e.Snapshot(), nil }
+func snapshotEngine(e *engine.Engine) engineSnapshot { return e.Snapshot() }
 
 // restoreEngine decodes an engine written by (*engine.Snapshot).WriteTo.
 func restoreEngine(r io.Reader) (*engine.Engine, error) { return engine.Restore(r) }

@@ -127,10 +127,7 @@ var execHook func(e *engine.Engine, now int64, argv [][]byte) (engine.Reply, boo
 func (m *machine) Snapshot() (raft.FSMSnapshot, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	es, err := snapshotEngine(m.eng)
-	if err != nil {
-		return nil, err
-	}
+	es := snapshotEngine(m.eng)
 	return &fsmSnapshot{hdr: snapshotHeader{LastNow: m.lastNow, Shard: m.shard, Engine: m.eng.Config()}, eng: es}, nil
 }
 

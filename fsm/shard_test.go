@@ -38,7 +38,7 @@ func TestSubmitAppliesAndReplies(t *testing.T) {
 
 func TestSubmitValidationSkipsRejectedCommands(t *testing.T) {
 	old := validateCommand
-	validateCommand = func(argv [][]byte) *engine.Error {
+	validateCommand = func(_ int64, argv [][]byte) *engine.Error {
 		if string(argv[0]) == "BAD" {
 			return engine.ErrSyntax
 		}

@@ -44,10 +44,7 @@ func ieq(b []byte, s string) bool { return strings.EqualFold(string(b), s) }
 
 // debugReload round-trips the engine through its snapshot encoding.
 func (m *machine) debugReload() engine.Reply {
-	es, err := snapshotEngine(m.eng)
-	if err != nil {
-		return engine.Errorf("ERR DEBUG RELOAD failed: %v", err)
-	}
+	es := snapshotEngine(m.eng)
 	var buf bytes.Buffer
 	if _, err := es.WriteTo(&buf); err != nil {
 		return engine.Errorf("ERR DEBUG RELOAD failed: %v", err)
