@@ -3,6 +3,7 @@ package engine_test
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -367,4 +368,44 @@ func TestDiffKeyspace(t *testing.T) {
 		"MEMORY USAGE nokey SAMPLES x",
 		"MEMORY USAGE nokey FOO",
 	))
+}
+
+// TestDiffValueEncodings stores values of every listpack encoding (integers
+// of each width, short/12-bit/32-bit strings, integer-looking field names)
+// and checks XRANGE replies and node splitting by bytes against redis.
+func TestDiffValueEncodings(t *testing.T) {
+	vals := []string{"0", "127", "128", "-1", "-4096", "4095", "-4097", "32767", "-32768", "32768", "8388607",
+		"-8388608", "8388608", "2147483647", "-2147483648", "2147483648", "9223372036854775807",
+		"-9223372036854775808", "9223372036854775808", "007", "-0", "+5", "1e3", " 1", "",
+		strings.Repeat("a", 63), strings.Repeat("b", 64), strings.Repeat("c", 4095), strings.Repeat("d", 4096),
+		strings.Repeat("e", 70000)}
+	var cmds [][]string
+	cmds = append(cmds, script("CONFIG SET stream-node-max-bytes 5000", "CONFIG SET stream-node-max-entries 0")...)
+	for i, v := range vals {
+		cmds = append(cmds, []string{"XADD", "s", fmt.Sprintf("%d-0", i+1), "v", v, strconv.Itoa(i), v})
+		cmds = append(cmds, []string{"XADD", "s", fmt.Sprintf("%d-1", i+1), "v", v, strconv.Itoa(i), "x"})
+	}
+	cmds = append(cmds, script("XRANGE s - +", "XREVRANGE s + - COUNT 7", "XTRIM s MAXLEN ~ 20", "XLEN s",
+		"XDEL s 29-0 29-1 30-0", "XRANGE s 25 +", "XTRIM s MINID 29", "XRANGE s - +")...)
+	runDiff(t, cmds)
+}
+
+// TestDiffTrimOptions covers XADD with trimming options and LIMIT at
+// several node sizes.
+func TestDiffTrimOptions(t *testing.T) {
+	var cmds [][]string
+	cmds = append(cmds, script("CONFIG SET stream-node-max-entries 4")...)
+	for i := 1; i <= 40; i++ {
+		cmds = append(cmds, []string{"XADD", "s", "MAXLEN", "~", "10", "LIMIT", "4", fmt.Sprintf("%d-0", i), "f", strconv.Itoa(i)})
+		if i%10 == 0 {
+			cmds = append(cmds, []string{"XLEN", "s"}, []string{"XRANGE", "s", "-", "+", "COUNT", "1"})
+		}
+	}
+	for i := 41; i <= 80; i++ {
+		cmds = append(cmds, []string{"XADD", "s", "MINID", "~", strconv.Itoa(i - 15), fmt.Sprintf("%d-0", i), "f", strconv.Itoa(i)})
+	}
+	cmds = append(cmds, script("XLEN s", "XRANGE s - + COUNT 1", "XADD s MINID 79 81-0 f v", "XRANGE s - +",
+		"XADD s MAXLEN = 1 82-0 f v", "XRANGE s - +", "XADD s MAXLEN 0 83-0 f v", "XLEN s", "EXISTS s",
+		"XADD s MAXLEN ~ 0 LIMIT 0 84-0 f v", "XLEN s")...)
+	runDiff(t, cmds)
 }
