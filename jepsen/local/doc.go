@@ -18,7 +18,12 @@
 // Net holds the proxies of a set of named endpoints and applies
 // partition-shaped schedules (Partition, Isolate, Heal) to them.
 //
-// NB: the part of the driver that starts and kills raftstream processes
-// belongs next to this, once the node binary and its flags are settled; it
-// is not here yet.
+// Node starts, kills (SIGKILL by PID), stops and restarts one server
+// process on a fixed port and data directory.
+//
+// NB: wiring a multi-node raftstream cluster's bus through Net needs one
+// address per directed link, while a node announces one bus address to all
+// peers; until the node can announce per-peer addresses (or bind its
+// outgoing connections to its own loopback IP) only client links and whole
+// nodes can be faulted.
 package local

@@ -16,11 +16,20 @@ import (
 // heal and the final phase against the target, and returns the history.
 func record(t *testing.T, cfg Config, ops int, target func(int) Conn, nemesis func(w *history.Writer)) history.History {
 	t.Helper()
+	return recordWith(t, cfg, ops, target, nemesis, nil)
+}
+
+// recordWith is record that hands the workload to ready before it starts.
+func recordWith(t *testing.T, cfg Config, ops int, target func(int) Conn, nemesis func(w *history.Writer), ready func(*Workload)) history.History {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var buf bytes.Buffer
 	w := history.NewWriter(&buf)
 	wl := New(cfg, target, w)
+	if ready != nil {
+		ready(wl)
+	}
 	if err := wl.Setup(ctx); err != nil {
 		t.Fatal(err)
 	}

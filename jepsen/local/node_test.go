@@ -1,0 +1,68 @@
+package local
+
+import (
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// redisNode is a redis-server Node without persistence.
+func redisNode(t *testing.T) *Node {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatalf("redis-server not found: %v", err)
+	}
+	port, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &Node{Name: "r1", Bin: bin, Port: port, Dir: filepath.Join(t.TempDir(), "r1"),
+		Args: []string{"--port", "{port}", "--bind", "127.0.0.1", "--dir", "{dir}", "--save", "", "--appendonly", "no"}}
+	t.Cleanup(func() { _ = n.Kill() })
+	return n
+}
+
+func TestNodeKillRestart(t *testing.T) {
+	n := redisNode(t)
+	if err := n.Start(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if !n.Running() {
+		t.Fatal("not running after Start")
+	}
+	if err := n.Start(time.Second); err == nil {
+		t.Fatal("second Start of a running node succeeded")
+	}
+	if err := n.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if n.Running() || ping(n.Addr()) == nil {
+		t.Fatal("node answers after Kill")
+	}
+	if err := n.Restart(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := ping(n.Addr()); err != nil {
+		t.Fatalf("after restart: %v", err)
+	}
+	if err := n.Stop(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if n.Running() {
+		t.Fatal("running after Stop")
+	}
+}
+
+func TestNodeStartFailsFast(t *testing.T) {
+	n := redisNode(t)
+	n.Args = append(n.Args, "--no-such-option", "x") // redis-server exits at once
+	start := time.Now()
+	if err := n.Start(10 * time.Second); err == nil {
+		t.Fatal("started with a bad option")
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("took %v to notice the exit", d)
+	}
+}
