@@ -24,7 +24,11 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "raftstream")
-	build := exec.Command("go", "build", "-o", binary, ".")
+	args := []string{"build", "-o", binary}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	build := exec.Command("go", append(args, ".")...)
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build raftstream:", err)
@@ -58,8 +62,23 @@ func startNode(t testing.TB, dir string, extra ...string) *node {
 	}
 	n := &node{t: t, Dir: dir, args: extra}
 	n.start()
-	t.Cleanup(n.kill)
+	t.Cleanup(func() {
+		n.kill()
+		n.checkRaces()
+	})
 	return n
+}
+
+// checkRaces fails the test if the server (built with -race under go test
+// -race) reported a data race in its log.
+func (n *node) checkRaces() {
+	logs, _ := filepath.Glob(filepath.Join(filepath.Dir(n.Dir), filepath.Base(n.Dir)+"-*.log"))
+	for _, l := range logs {
+		b, _ := os.ReadFile(l)
+		if i := strings.Index(string(b), "WARNING: DATA RACE"); i >= 0 {
+			n.t.Errorf("data race in raftstream (%s):\n%s", l, b[i:min(len(b), i+4000)])
+		}
+	}
 }
 
 func (n *node) start() {
@@ -71,8 +90,8 @@ func (n *node) start() {
 		if n.Port != 0 {
 			port, bus = n.Port, n.Bus // restart on the same ports
 		}
-		n.log = filepath.Join(n.Dir, "..", filepath.Base(n.Dir)+"-"+strconv.Itoa(port)+".log")
-		lf, err := os.Create(n.log)
+		n.log = filepath.Join(filepath.Dir(n.Dir), filepath.Base(n.Dir)+"-"+strconv.Itoa(port)+".log")
+		lf, err := os.OpenFile(n.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
 			n.t.Fatal(err)
 		}
