@@ -65,12 +65,6 @@ func (s *Server) multiQueue(c *client, argv [][]byte) (reply, bool) {
 			}
 			m.shard, m.slot = shard, slot
 		}
-		if cmd.Kind == KindWrite {
-			if er := s.validate(argv); er != nil {
-				m.dirty = true
-				return er, true
-			}
-		}
 	}
 	m.queue = append(m.queue, argv)
 	m.cmds = append(m.cmds, cmd)

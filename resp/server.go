@@ -320,9 +320,6 @@ func (s *Server) trySubmit(c *client, argv [][]byte) (pending, bool) {
 	if er != nil || shard < 0 {
 		return pending{}, false
 	}
-	if er := s.validate(argv); er != nil {
-		return pending{direct: er, proto: c.proto}, true
-	}
 	return pending{fut: s.be.Submit(shard, [][][]byte{argv}), slot: slot, proto: c.proto}, true
 }
 
@@ -371,9 +368,8 @@ func (s *Server) exec(c *client, argv [][]byte) reply {
 		}
 	}
 	if cmd.Kind == KindWrite {
-		if er := s.validate(argv); er != nil {
-			return er
-		}
+		// The shard validates the command before proposing it (fsm.Submit),
+		// so garbage never enters the log.
 		return s.waitOne(s.be.Submit(shard, [][][]byte{argv}), slot)
 	}
 	return s.read(c, shard, slot, argv)

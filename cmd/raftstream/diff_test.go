@@ -96,6 +96,12 @@ func TestDiffMultiExec(t *testing.T) {
 		"XADD tx 1-1 dup 1",
 		"XADD tx 5-1 e 5",
 		"EXEC",
+		"MULTI",
+		"XADD tx notanid f v",
+		"XADD tx MAXLEN x 6-1 f v",
+		"XADD tx 6-1 f v",
+		"XLEN tx",
+		"EXEC",
 	))
 }
 
