@@ -81,3 +81,11 @@ func FailedFuture(err error) *Future {
 	f.complete(nil, err)
 	return f
 }
+
+// CompletedFuture returns a future already completed with replies (for
+// backends that answer without proposing, and for test backends).
+func CompletedFuture(replies []engine.Reply) *Future {
+	f := newFuture()
+	f.complete(replies, nil)
+	return f
+}
