@@ -247,30 +247,6 @@ func TestApplyTimeoutIsUnknownOutcome(t *testing.T) {
 	})
 }
 
-func TestNotifyAfterApply(t *testing.T) {
-	old := execHook
-	execHook = func(e *engine.Engine, now int64, argv [][]byte) (engine.Reply, bool) {
-		return old(e, now, argv)
-	}
-	t.Cleanup(func() { execHook = old })
-	got := make(chan []string, 16)
-	s := singleVoter(t, func(c *Config) {
-		c.ShardID = 7
-		c.Notify = func(shard int, keys []string) {
-			if shard != 7 {
-				t.Errorf("notify shard %d", shard)
-			}
-			got <- keys
-		}
-	})
-	apply(t, s.Shard, incr)
-	select {
-	case keys := <-got:
-		t.Fatalf("notify %v for a unit that signals nothing", keys)
-	case <-time.After(50 * time.Millisecond):
-	}
-}
-
 // clusterOf3 opens three bootstrapped voters on loopback TCP.
 func clusterOf3(t *testing.T) []*replica {
 	t.Helper()
