@@ -342,8 +342,8 @@ func FuzzStreamOps(f *testing.F) {
 	f.Add(int64(1), []byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
 	f.Add(int64(42), bytes.Repeat([]byte{3, 200, 17}, 50))
 	f.Fuzz(func(t *testing.T, seed int64, ops []byte) {
-		if len(ops) > 2000 {
-			ops = ops[:2000]
+		if len(ops) > 300 {
+			ops = ops[:300] // keep each input fast: check() is O(stream length)
 		}
 		r := newModelRun(t, rand.New(rand.NewSource(seed)))
 		for _, b := range ops {

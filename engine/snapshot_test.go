@@ -2,8 +2,12 @@ package engine
 
 import (
 	"bytes"
+	"encoding/hex"
 	"errors"
+	"flag"
 	"math/rand"
+	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 )
@@ -151,5 +155,43 @@ func TestSnapshotCorrupt(t *testing.T) {
 	}
 	if _, err := Restore(bytes.NewReader(b[:len(b)-3])); !errors.Is(err, ErrBadSnapshot) {
 		t.Fatalf("truncated: err %v", err)
+	}
+}
+
+var updateGolden = flag.Bool("update", false, "rewrite testdata golden files")
+
+// TestSnapshotGolden pins the snapshot encoding: a format change must bump
+// snapVersion and regenerate testdata/snapshot_v1.hex with -update.
+func TestSnapshotGolden(t *testing.T) {
+	e := New(Config{NodeMaxBytes: 4096, NodeMaxEntries: 3})
+	execS(e, 1, "SET", "str", "hello")
+	execS(e, 1, "SET", "n", "-42")
+	for i := 1; i <= 7; i++ {
+		execS(e, 1, "XADD", "s", strconv.Itoa(i)+"-"+strconv.Itoa(i), "customer", "c"+strconv.Itoa(i), "amount", strconv.Itoa(i*100))
+	}
+	execS(e, 1, "XADD", "s", "8-0", "other", "field")
+	execS(e, 1, "XDEL", "s", "2-2", "8-0")
+	execS(e, 1, "XTRIM", "s", "MAXLEN", "5")
+	got := hex.EncodeToString(snapBytes(t, e)) + "\n"
+	path := filepath.Join("testdata", "snapshot_v1.hex")
+	if *updateGolden {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create)", err)
+	}
+	if got != string(want) {
+		t.Fatalf("snapshot encoding changed:\n got  %s want %s", got, want)
+	}
+	b, _ := hex.DecodeString(string(want[:len(want)-1]))
+	e2, err := Restore(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("golden does not restore: %v", err)
+	}
+	if r := replyText(execS(e2, 1, "XRANGE", "s", "-", "+")); r != replyText(execS(e, 1, "XRANGE", "s", "-", "+")) {
+		t.Fatalf("restored golden XRANGE %s", r)
 	}
 }

@@ -3,7 +3,7 @@ package engine
 // Stream is the value of a stream key: its entries plus the metadata Redis
 // keeps in struct stream, and its consumer groups.
 //
-// Entries live in listpack nodes (listpack.go, node.go) indexed by the master
+// Entries live in listpack nodes (listpack.go, stream_node.go) indexed by the master
 // entry ID of each node (rax.go). The node list is ordered by master ID and
 // holds one Go pointer per node (the listpack buffer), so the garbage
 // collector's work does not grow with the number of entries.

@@ -172,8 +172,6 @@ func (n *node) append(id ID, fields [][]byte) {
 
 // find returns the offset of the live entry id in the node.
 func (n *node) find(id ID) (int, bool) {
-	var mf [0]lpElem
-	_ = mf
 	off := lpSkip(n.lp, lpHeaderSize)
 	off = lpSkip(n.lp, off)
 	nf, off := lpInt(n.lp, off)
