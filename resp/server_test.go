@@ -1,0 +1,350 @@
+package resp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/raftstream/raftstream/engine"
+	"github.com/raftstream/raftstream/fsm"
+	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/slots"
+)
+
+// fakeBackend is a test Backend: one engine per shard under a mutex, units
+// applied synchronously. failWith makes every Submit and Read of a shard
+// fail with an error (to exercise the error mapping).
+type fakeBackend struct {
+	mu       sync.Mutex
+	engines  []*engine.Engine
+	slotMap  *slots.Map
+	notify   func(int, []string)
+	failWith map[int]error
+	top      Topology
+}
+
+func newFakeBackend(shards int) *fakeBackend {
+	b := &fakeBackend{slotMap: slots.NewMap(shards), failWith: map[int]error{}}
+	b.top.MyID = strings.Repeat("a", 40)
+	b.top.Nodes = []NodeInfo{
+		{ID: strings.Repeat("a", 40), Host: "127.0.0.1", Port: 7001, Bus: 17001, Up: true},
+		{ID: strings.Repeat("b", 40), Host: "127.0.0.1", Port: 7002, Bus: 17002, Up: true},
+	}
+	for i := 0; i < shards; i++ {
+		b.engines = append(b.engines, engine.New(engine.DefaultConfig()))
+		r := b.slotMap.Range(i)
+		b.top.Shards = append(b.top.Shards, ShardInfo{FirstSlot: r.First, LastSlot: r.Last,
+			Leader: b.top.MyID, Replicas: []string{b.top.MyID}})
+	}
+	return b
+}
+
+func (b *fakeBackend) NumShards() int           { return len(b.engines) }
+func (b *fakeBackend) ShardOfSlot(slot int) int { return b.slotMap.Shard(slot) }
+
+func (b *fakeBackend) Submit(shard int, unit fsm.Unit) *fsm.Future {
+	b.mu.Lock()
+	if err := b.failWith[shard]; err != nil {
+		b.mu.Unlock()
+		return fsm.FailedFuture(err)
+	}
+	now := time.Now().UnixMilli()
+	var out []engine.Reply
+	for _, argv := range unit {
+		if e := engine.Validate(now, argv); e != nil {
+			out = append(out, e)
+			continue
+		}
+		out = append(out, b.engines[shard].Exec(now, argv))
+	}
+	keys := b.engines[shard].TakeSignaled()
+	notify := b.notify
+	b.mu.Unlock()
+	if notify != nil && len(keys) > 0 {
+		notify(shard, keys)
+	}
+	return fsm.CompletedFuture(out)
+}
+
+func (b *fakeBackend) Read(ctx context.Context, shard int, stale bool, fn func(e *engine.Engine)) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.failWith[shard]; err != nil {
+		return err
+	}
+	fn(b.engines[shard])
+	return nil
+}
+
+func (b *fakeBackend) SetNotify(f func(int, []string)) { b.notify = f }
+func (b *fakeBackend) Topology() Topology {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.top
+}
+func (b *fakeBackend) ShardStatus(shard int) (ShardStatus, bool) {
+	return ShardStatus{Role: "leader", Term: 1, Leader: b.top.MyID}, shard < len(b.engines)
+}
+
+func (b *fakeBackend) fail(shard int, err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.failWith[shard] = err
+}
+
+// startServer serves be on a loopback port until the test ends.
+func startServer(t *testing.T, be Backend, cfg Config) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(be, cfg)
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = s.Shutdown(ctx)
+		<-done
+	})
+	return ln.Addr().String()
+}
+
+func dial(t *testing.T, addr string) *resptest.Conn {
+	t.Helper()
+	c, err := resptest.Dial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func do(t *testing.T, c *resptest.Conn, args ...string) string {
+	t.Helper()
+	r, err := c.Do(args...)
+	if err != nil {
+		t.Fatalf("%v: %v", args, err)
+	}
+	return string(r)
+}
+
+// TestErrorMapping: every backend failure gets its client error, in one
+// place (mapError).
+func TestErrorMapping(t *testing.T) {
+	be := newFakeBackend(1)
+	addr := startServer(t, be, DefaultConfig())
+	c := dial(t, addr)
+	slot := slots.Of([]byte("k"))
+	cases := []struct {
+		err  error
+		want string
+	}{
+		{&fsm.NotLeaderError{LeaderID: strings.Repeat("b", 40), LeaderAddr: "127.0.0.1:17002"}, fmt.Sprintf("-MOVED %d 127.0.0.1:7002\r\n", slot)},
+		{&fsm.NotLeaderError{}, "-TRYAGAIN the shard has no leader (election in progress), retry later\r\n"},
+		{fmt.Errorf("wrapped: %w", fsm.ErrUnknownOutcome), "-UNKNOWN the write's outcome is unknown: it may have been applied\r\n"},
+		{fsm.ErrBusy, "-TRYAGAIN the shard is busy, retry later\r\n"},
+		{fmt.Errorf("x: %w", ErrNoQuorum), "-CLUSTERDOWN The cluster is down\r\n"},
+		{fsm.ErrShutdown, "-ERR the shard is shutting down, retry on another node\r\n"},
+	}
+	for _, tc := range cases {
+		be.fail(0, tc.err)
+		if got := do(t, c, "XADD", "k", "*", "f", "v"); got != tc.want {
+			t.Errorf("write failing with %v: %q, want %q", tc.err, got, tc.want)
+		}
+		if got := do(t, c, "XLEN", "k"); got != tc.want {
+			t.Errorf("read failing with %v: %q, want %q", tc.err, got, tc.want)
+		}
+	}
+	be.fail(0, nil)
+	if got := do(t, c, "XADD", "k", "1-1", "f", "v"); got != "$3\r\n1-1\r\n" {
+		t.Fatalf("XADD after recovery: %q", got)
+	}
+	if !errors.Is(fmt.Errorf("x: %w", ErrNoQuorum), ErrNoQuorum) {
+		t.Fatal("ErrNoQuorum must wrap")
+	}
+}
+
+func TestUnknownCommandAndArityMatchRedis(t *testing.T) {
+	addr := startServer(t, newFakeBackend(1), DefaultConfig())
+	redis := resptest.StartRedis(t)
+	long := strings.Repeat("x", 200)
+	for _, cmd := range [][]string{
+		{"NOSUCH"},
+		{"nosuch", "a", "b", "c"},
+		{"NoSuch", long, "b"},
+		{"nosuch", strings.Repeat("y", 100), strings.Repeat("z", 100)},
+		{"XADD", "s"},
+		{"xlen"},
+		{"XGROUP"},
+		{"XGROUP", "CREATE", "s"},
+		{"xinfo", "nosuch", "s"},
+		{"CONFIG", "GET"},
+		{"CLIENT", "SETNAME"},
+		{"PING", "a", "b"},
+		{"GET", "a", "b"},
+	} {
+		a, b := dial(t, addr), dial(t, redis)
+		if got, want := do(t, a, cmd...), do(t, b, cmd...); got != want {
+			t.Errorf("%.60v:\n got  %q\n want %q", cmd, got, want)
+		}
+	}
+}
+
+func TestOversizedArgumentClosesConnection(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.ProtoMaxBulkLen = 16
+	be := newFakeBackend(1)
+	addr := startServer(t, be, cfg)
+	c := dial(t, addr)
+	if got := do(t, c, "XADD", "k", "1-1", "f", strings.Repeat("v", 17)); got != "-ERR Protocol error: invalid bulk length\r\n" {
+		t.Fatalf("oversized argument: %q", got)
+	}
+	if _, err := c.Do("PING"); err == nil {
+		t.Fatal("connection still open")
+	}
+	c2 := dial(t, addr)
+	if got := do(t, c2, "EXISTS", "k"); got != ":0\r\n" {
+		t.Fatalf("oversized command was applied: %q", got)
+	}
+}
+
+func TestClusterCommands(t *testing.T) {
+	be := newFakeBackend(2)
+	be.top.Shards[1].Leader = strings.Repeat("b", 40)
+	be.top.Shards[1].Replicas = []string{strings.Repeat("a", 40), strings.Repeat("b", 40)}
+	cfg := DefaultConfig()
+	cfg.ClusterMode = true
+	addr := startServer(t, be, cfg)
+	c := dial(t, addr)
+	if got := do(t, c, "CLUSTER", "KEYSLOT", "foo"); got != ":12182\r\n" {
+		t.Errorf("KEYSLOT foo: %q", got)
+	}
+	if got := do(t, c, "CLUSTER", "KEYSLOT", "{user1000}.following"); got != ":3443\r\n" {
+		t.Errorf("KEYSLOT hash tag: %q", got)
+	}
+	if got := do(t, c, "CLUSTER", "MYID"); got != "$40\r\n"+strings.Repeat("a", 40)+"\r\n" {
+		t.Errorf("MYID: %q", got)
+	}
+	a, b := strings.Repeat("a", 40), strings.Repeat("b", 40)
+	wantSlots := "*2\r\n" +
+		"*3\r\n:0\r\n:8191\r\n*4\r\n$9\r\n127.0.0.1\r\n:7001\r\n$40\r\n" + a + "\r\n*0\r\n" +
+		"*4\r\n:8192\r\n:16383\r\n*4\r\n$9\r\n127.0.0.1\r\n:7002\r\n$40\r\n" + b + "\r\n*0\r\n*4\r\n$9\r\n127.0.0.1\r\n:7001\r\n$40\r\n" + a + "\r\n*0\r\n"
+	if got := do(t, c, "CLUSTER", "SLOTS"); got != wantSlots {
+		t.Errorf("SLOTS:\n got  %q\n want %q", got, wantSlots)
+	}
+	nodes := do(t, c, "CLUSTER", "NODES")
+	for _, want := range []string{a + " 127.0.0.1:7001@17001 myself,master - 0 0 0 connected 0-8191\n",
+		b + " 127.0.0.1:7002@17002 master - 0 0 0 connected 8192-16383\n"} {
+		if !strings.Contains(nodes, want) {
+			t.Errorf("NODES %q lacks %q", nodes, want)
+		}
+	}
+	if info := do(t, c, "CLUSTER", "INFO"); !strings.Contains(info, "cluster_state:ok\r\n") || !strings.Contains(info, "cluster_slots_ok:16384\r\n") {
+		t.Errorf("INFO: %q", info)
+	}
+	do(t, c, "XADD", "foo", "1-1", "f", "v")
+	if got := do(t, c, "CLUSTER", "COUNTKEYSINSLOT", "12182"); got != ":1\r\n" {
+		t.Errorf("COUNTKEYSINSLOT: %q", got)
+	}
+	if got := do(t, c, "CLUSTER", "GETKEYSINSLOT", "12182", "10"); got != "*1\r\n$3\r\nfoo\r\n" {
+		t.Errorf("GETKEYSINSLOT: %q", got)
+	}
+	if got := do(t, c, "READONLY"); got != "+OK\r\n" {
+		t.Errorf("READONLY: %q", got)
+	}
+	if got := do(t, c, "HELLO", "3"); !strings.Contains(got, "$4\r\nmode\r\n$7\r\ncluster\r\n") {
+		t.Errorf("HELLO in cluster mode: %q", got)
+	}
+}
+
+func TestCommandTable(t *testing.T) {
+	addr := startServer(t, newFakeBackend(1), DefaultConfig())
+	redis := resptest.StartRedis(t)
+	c, r := dial(t, addr), dial(t, redis)
+	// The table's arity, flags, key positions and categories match Redis 7
+	// for the stream commands (first six fields of COMMAND INFO and the
+	// categories; key specs and tips are compared separately by shape).
+	for _, name := range []string{"xadd", "xrange", "xrevrange", "xlen", "xack", "xpending", "xclaim", "xautoclaim", "xdel", "xtrim", "xsetid", "del", "exists", "type", "get", "set", "rename", "ping", "echo", "multi", "exec"} {
+		got, want := commandInfoHead(do(t, c, "COMMAND", "INFO", name)), commandInfoHead(do(t, r, "COMMAND", "INFO", name))
+		if got != want {
+			t.Errorf("COMMAND INFO %s:\n got  %q\n want %q", name, got, want)
+		}
+	}
+	for _, cmd := range [][]string{
+		{"COMMAND", "GETKEYS", "XREADGROUP", "GROUP", "g", "c", "COUNT", "1", "STREAMS", "s1", "s2", ">", ">"},
+		{"COMMAND", "GETKEYS", "RENAME", "a", "b"},
+		{"COMMAND", "GETKEYS", "DEL", "a", "b", "c"},
+		{"COMMAND", "GETKEYS", "XGROUP", "CREATE", "s", "g", "$"},
+		{"COMMAND", "GETKEYS", "PING", "x"},
+		{"COMMAND", "INFO", "xgroup|create"},
+	} {
+		got, want := do(t, c, cmd...), do(t, r, cmd...)
+		if strings.HasPrefix(want, "*1\r\n*10\r\n") {
+			got, want = commandInfoHead(got), commandInfoHead(want)
+		}
+		if got != want {
+			t.Errorf("%v:\n got  %q\n want %q", cmd, got, want)
+		}
+	}
+	if got := do(t, c, "COMMAND", "COUNT"); got != fmt.Sprintf(":%d\r\n", len(table)) {
+		t.Errorf("COMMAND COUNT: %q", got)
+	}
+	if got := do(t, c, "COMMAND", "LIST", "FILTERBY", "PATTERN", "xre*"); got != "*4\r\n$5\r\nxread\r\n$10\r\nxreadgroup\r\n$9\r\nxrevrange\r\n" && got != "*3\r\n$5\r\nxread\r\n$10\r\nxreadgroup\r\n$9\r\nxrevrange\r\n" {
+		t.Errorf("COMMAND LIST FILTERBY PATTERN: %q", got)
+	}
+	if got := do(t, c, "COMMAND", "DOCS", "xlen"); !strings.Contains(got, "$5\r\nsince\r\n$5\r\n5.0.0\r\n") {
+		t.Errorf("COMMAND DOCS xlen: %q", got)
+	}
+}
+
+// commandInfoHead keeps the first seven fields of a one-command COMMAND INFO
+// reply: name, arity, flags, first, last, step, categories.
+func commandInfoHead(raw string) string {
+	lines := strings.Split(raw, "\r\n")
+	var out []string
+	fields := 0
+	i := 2 // skip "*1", "*10"
+	for i < len(lines) && fields < 7 {
+		l := lines[i]
+		switch l[0] {
+		case '$':
+			out = append(out, lines[i+1])
+			i += 2
+		case ':':
+			out = append(out, l)
+			i++
+		case '*', '~':
+			var n int
+			fmt.Sscan(l[1:], &n)
+			out = append(out, strings.Join(lines[i+1:i+1+n], ","))
+			i += 1 + n
+		default:
+			out = append(out, l)
+			i++
+		}
+		fields++
+	}
+	return strings.Join(out, " | ")
+}
+
+func TestGlobMatch(t *testing.T) {
+	for _, tc := range []struct {
+		p, s string
+		ok   bool
+	}{
+		{"*", "anything", true}, {"stream*", "stream-node-max-bytes", true}, {"s?ream", "stream", true},
+		{"h[ae]llo", "hello", true}, {"h[^e]llo", "hello", false}, {"h[a-b]llo", "hbllo", true},
+		{"a\\*b", "a*b", true}, {"a\\*b", "axb", false}, {"*max*", "maxmemory", true}, {"x", "y", false},
+	} {
+		if got := globMatch(tc.p, tc.s); got != tc.ok {
+			t.Errorf("globMatch(%q, %q) = %v", tc.p, tc.s, got)
+		}
+	}
+}
