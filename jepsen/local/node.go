@@ -197,3 +197,19 @@ func FreePort() (int, error) {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
+
+// Pause stops the process with SIGSTOP (a process pause: connections stay
+// open, nothing is answered); Resume continues it.
+func (n *Node) Pause() error { return n.send(syscall.SIGSTOP) }
+
+// Resume sends SIGCONT.
+func (n *Node) Resume() error { return n.send(syscall.SIGCONT) }
+
+func (n *Node) send(sig syscall.Signal) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd == nil {
+		return fmt.Errorf("node %s: not started", n.Name)
+	}
+	return n.cmd.Process.Signal(sig)
+}

@@ -66,3 +66,28 @@ func TestNodeStartFailsFast(t *testing.T) {
 		t.Fatalf("took %v to notice the exit", d)
 	}
 }
+
+func TestNodePauseResume(t *testing.T) {
+	n := redisNode(t)
+	if err := n.Start(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ping(n.Addr()); err == nil {
+		t.Fatal("paused node answered PING")
+	}
+	if err := n.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if err := WaitPong(n.Addr(), 5*time.Second, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Pause(); err != nil { // a paused node can still be killed
+		t.Fatal(err)
+	}
+	if err := n.Kill(); err != nil {
+		t.Fatal(err)
+	}
+}

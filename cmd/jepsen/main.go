@@ -1,0 +1,128 @@
+// Command jepsen runs raftstream's fault-injection tests and checks their
+// histories.
+//
+//	jepsen run   -bin ./raftstream [flags]   start the server, inject faults, check, report
+//	jepsen run   -addr host:port [flags]     the same against a running server (link faults only)
+//	jepsen check [-trims] [-out dir] history.jsonl
+//
+// Both print one line per checker and end with "N passed, N failed". The
+// exit code is 0 when every checker passed, 1 when one found an anomaly, 2
+// when one could not decide or the harness failed.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/raftstream/raftstream/jepsen/checker"
+	"github.com/raftstream/raftstream/jepsen/history"
+	"github.com/raftstream/raftstream/jepsen/report"
+	"github.com/raftstream/raftstream/jepsen/runner"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		usage(os.Stderr)
+		os.Exit(report.ExitUnknown)
+	}
+	var code int
+	switch os.Args[1] {
+	case "run":
+		code = run(os.Args[2:], os.Stdout, os.Stderr)
+	case "check":
+		code = check(os.Args[2:], os.Stdout, os.Stderr)
+	default:
+		usage(os.Stderr)
+		code = report.ExitUnknown
+	}
+	os.Exit(code)
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: jepsen run (-bin path | -addr host:port) [flags]\n       jepsen check [-trims] [-out dir] history.jsonl")
+}
+
+// run: 1. parse flags, 2. run the test, 3. print the summary, 4. exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("jepsen run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg runner.Config
+	var serverArgs, faults string
+	fs.StringVar(&cfg.Bin, "bin", "", "server binary to start (raftstream)")
+	fs.StringVar(&serverArgs, "args", "--port {port} --dir {dir}", "server arguments; {port} and {dir} are substituted")
+	fs.StringVar(&cfg.Addr, "addr", "", "use a running server at host:port instead of -bin")
+	fs.StringVar(&cfg.Out, "out", "jepsen-out", "directory for history.jsonl, report.html, server.log")
+	fs.IntVar(&cfg.Clients, "clients", 8, "concurrent clients")
+	fs.IntVar(&cfg.Keys, "keys", 2, "streams")
+	fs.Int64Var(&cfg.Seed, "seed", time.Now().UnixNano(), "seed of the clients' operation choice")
+	fs.DurationVar(&cfg.OpTimeout, "op-timeout", 500*time.Millisecond, "per-operation timeout (then the outcome is unknown)")
+	fs.DurationVar(&cfg.Duration, "duration", 20*time.Second, "length of the faulty phase")
+	fs.StringVar(&faults, "faults", "kill,stall,pause,reset,delay,blackhole", "faults cycled through (kill,pause need -bin)")
+	fs.DurationVar(&cfg.FaultEvery, "fault-every", 2*time.Second, "quiet time before each fault")
+	fs.DurationVar(&cfg.FaultFor, "fault-for", 2*time.Second, "length of each fault")
+	fs.DurationVar(&cfg.Delay, "delay", 50*time.Millisecond, "delay added by the delay fault")
+	fs.BoolVar(&cfg.Checker.Trims, "trims", false, "the workload trims streams")
+	fs.DurationVar(&cfg.Checker.LinearTimeout, "linear-timeout", 30*time.Second, "linearizability search budget per stream")
+	if err := fs.Parse(args); err != nil {
+		return report.ExitUnknown
+	}
+	cfg.Args = strings.Fields(serverArgs)
+	if faults != "" {
+		cfg.Faults = strings.Split(faults, ",")
+	}
+	cfg.Log = slog.New(slog.NewTextHandler(stderr, nil))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	fmt.Fprintf(stdout, "seed %d\n", cfg.Seed)
+	out, err := runner.Run(ctx, cfg)
+	if err != nil {
+		fmt.Fprintln(stderr, "jepsen:", err)
+		if out == nil {
+			return report.ExitUnknown
+		}
+	}
+	if out.Err != nil {
+		fmt.Fprintln(stderr, "jepsen: harness:", out.Err)
+	}
+	fmt.Fprintf(stdout, "%d events; report %s\n", len(out.History), out.Report)
+	_ = report.Summary(stdout, out.Results)
+	return out.ExitCode()
+}
+
+// check: 1. read the history, 2. run the checkers, 3. report, 4. exit code.
+func check(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("jepsen check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o checker.Options
+	fs.BoolVar(&o.Trims, "trims", false, "the workload trimmed streams")
+	fs.DurationVar(&o.LinearTimeout, "linear-timeout", 30*time.Second, "linearizability search budget per stream")
+	dir := fs.String("out", "", "write report.html (and porcupine visualizations) here")
+	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
+		usage(stderr)
+		return report.ExitUnknown
+	}
+	h, err := history.ReadFile(fs.Arg(0))
+	if err != nil {
+		fmt.Fprintln(stderr, "jepsen:", err)
+		return report.ExitUnknown
+	}
+	rs := checker.Run(h, o)
+	if *dir != "" {
+		path, err := report.WriteDir(*dir, h, rs, report.Meta{Title: fs.Arg(0)})
+		if err != nil {
+			fmt.Fprintln(stderr, "jepsen:", err)
+			return report.ExitUnknown
+		}
+		fmt.Fprintf(stdout, "report %s\n", path)
+	}
+	_ = report.Summary(stdout, rs)
+	return report.ExitCode(rs, nil)
+}

@@ -1,0 +1,269 @@
+// Package runner runs one fault-injection test end to end: it starts the
+// server under test (or uses a running one), puts the fault proxy between
+// it and the clients, drives the workload while a nemesis injects faults on
+// a schedule, heals, runs the final phase, checks the history and writes
+// the report. cmd/jepsen is its command line.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/raftstream/raftstream/jepsen/checker"
+	"github.com/raftstream/raftstream/jepsen/history"
+	"github.com/raftstream/raftstream/jepsen/local"
+	"github.com/raftstream/raftstream/jepsen/report"
+	"github.com/raftstream/raftstream/jepsen/workload"
+)
+
+// Faults the nemesis knows.
+const (
+	FaultStall     = "stall"     // client link stalls (bytes held, then released)
+	FaultDelay     = "delay"     // client link delays every chunk by Config.Delay
+	FaultReset     = "reset"     // client connections reset
+	FaultBlackhole = "blackhole" // client link drops bytes; those connections reset at heal
+	FaultKill      = "kill"      // SIGKILL the server, restart it after the fault window
+	FaultPause     = "pause"     // SIGSTOP the server for the fault window, then SIGCONT
+)
+
+// Config is one run. Either Bin (start the server) or Addr (use a running
+// one; kill and pause are then unavailable) must be set.
+type Config struct {
+	Bin  string   // server binary
+	Args []string // its arguments; "{port}" and "{dir}" are substituted
+	Addr string   // a running server instead of Bin
+	Dir  string   // server data directory; default a directory under Out
+
+	Out string // directory for history.jsonl, report.html and the server log
+
+	Clients   int
+	Keys      int
+	Seed      int64
+	OpTimeout time.Duration
+	Duration  time.Duration // length of the faulty phase
+
+	Faults     []string      // cycled through in order
+	FaultEvery time.Duration // quiet time before each fault
+	FaultFor   time.Duration // length of each fault window
+	Delay      time.Duration // for FaultDelay
+
+	Checker checker.Options
+	Log     *slog.Logger
+}
+
+// Validate names the first bad field.
+func (c *Config) Validate() error {
+	switch {
+	case (c.Bin == "") == (c.Addr == ""):
+		return errors.New("runner: exactly one of Bin and Addr must be set")
+	case c.Out == "":
+		return errors.New("runner: Out is required")
+	case c.Clients <= 0 || c.Keys <= 0:
+		return fmt.Errorf("runner: Clients %d and Keys %d must be positive", c.Clients, c.Keys)
+	case c.OpTimeout <= 0 || c.Duration <= 0:
+		return fmt.Errorf("runner: OpTimeout %v and Duration %v must be positive", c.OpTimeout, c.Duration)
+	}
+	for _, f := range c.Faults {
+		switch f {
+		case FaultStall, FaultDelay, FaultReset, FaultBlackhole:
+		case FaultKill, FaultPause:
+			if c.Bin == "" {
+				return fmt.Errorf("runner: fault %q needs Bin (a server the runner starts)", f)
+			}
+		default:
+			return fmt.Errorf("runner: unknown fault %q", f)
+		}
+	}
+	if len(c.Faults) > 0 && (c.FaultEvery <= 0 || c.FaultFor <= 0) {
+		return fmt.Errorf("runner: FaultEvery %v and FaultFor %v must be positive", c.FaultEvery, c.FaultFor)
+	}
+	return nil
+}
+
+// Outcome is what a run produced.
+type Outcome struct {
+	History history.History
+	Results []checker.Result
+	Report  string // path of report.html
+	Err     error  // harness error (the server could not be started or restarted, …)
+}
+
+// ExitCode is report.ExitCode of the outcome.
+func (o *Outcome) ExitCode() int { return report.ExitCode(o.Results, o.Err) }
+
+// Run performs the test. A harness failure after the history began is
+// returned in Outcome.Err with whatever could still be checked.
+func Run(ctx context.Context, cfg Config) (*Outcome, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+		return nil, err
+	}
+	// 1. The server under test.
+	var node *local.Node
+	target := cfg.Addr
+	if cfg.Bin != "" {
+		port, err := local.FreePort()
+		if err != nil {
+			return nil, err
+		}
+		dir := cfg.Dir
+		if dir == "" {
+			dir = filepath.Join(cfg.Out, "data")
+		}
+		node = &local.Node{Name: "n1", Bin: cfg.Bin, Args: cfg.Args, Port: port, Dir: dir,
+			Log: filepath.Join(cfg.Out, "server.log")}
+		if err := node.Start(30 * time.Second); err != nil {
+			return nil, err
+		}
+		defer node.Stop(10 * time.Second)
+		target = node.Addr()
+		log.Info("server started", "addr", target, "dir", dir)
+	}
+	// 2. The fault proxy between clients and server.
+	proxy, err := local.NewProxy("127.0.0.1:0", target)
+	if err != nil {
+		return nil, err
+	}
+	defer proxy.Close()
+	client := workload.NewClient(proxy.Addr(), cfg.OpTimeout)
+	defer client.Close()
+	// 3. The history.
+	w, err := history.Create(filepath.Join(cfg.Out, "history.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]string, cfg.Keys)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("jepsen:{s%d}", i)
+	}
+	wl := workload.New(workload.Config{Keys: keys, Clients: cfg.Clients, Seed: cfg.Seed, Timeout: cfg.OpTimeout},
+		func(int) workload.Conn { return workload.Redis{C: client} }, w)
+	out := &Outcome{}
+	// 4. Setup, retried while the server elects leaders.
+	setupCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	for err = wl.Setup(setupCtx); err != nil && setupCtx.Err() == nil; err = wl.Setup(setupCtx) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	cancel()
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("setup: %w", err)
+	}
+	// 5. The faulty phase: workload and nemesis side by side.
+	runCtx, stop := context.WithTimeout(ctx, cfg.Duration)
+	var nemErr error
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		nemErr = nemesis(runCtx, cfg, w, proxy, node, log)
+	}()
+	wl.Run(runCtx, 1<<30)
+	stop()
+	wg.Wait()
+	// 6. Heal everything, then the final phase.
+	proxy.Set(local.Pass, 0)
+	if node != nil && !node.Running() {
+		if err := node.Start(30 * time.Second); err != nil {
+			nemErr = errors.Join(nemErr, fmt.Errorf("restart for the final phase: %w", err))
+		}
+	}
+	w.Nemesis(history.Heal, "")
+	finalCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	wl.Final(finalCtx)
+	cancel()
+	out.Err = nemErr
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	// 7. Check and report.
+	h, err := history.ReadFile(filepath.Join(cfg.Out, "history.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	out.History = h
+	out.Results = checker.Run(h, cfg.Checker)
+	notes := []string{fmt.Sprintf("%d clients, %d streams, op timeout %v, faulty phase %v, faults %s every %v for %v",
+		cfg.Clients, cfg.Keys, cfg.OpTimeout, cfg.Duration, strings.Join(cfg.Faults, ","), cfg.FaultEvery, cfg.FaultFor)}
+	if cfg.Bin != "" {
+		notes = append(notes, "server: "+cfg.Bin+" "+strings.Join(cfg.Args, " "))
+	}
+	if out.Err != nil {
+		notes = append(notes, "harness error: "+out.Err.Error())
+	}
+	out.Report, err = report.WriteDir(cfg.Out, h, out.Results, report.Meta{Title: "raftstream fault injection",
+		Seed: cfg.Seed, Notes: notes})
+	if err != nil {
+		return out, err
+	}
+	return out, nil
+}
+
+// nemesis cycles through cfg.Faults until ctx ends: quiet for FaultEvery,
+// then one fault for FaultFor (cut short by ctx), recorded as start/stop.
+func nemesis(ctx context.Context, cfg Config, w *history.Writer, p *local.Proxy, n *local.Node, log *slog.Logger) error {
+	var errs []error
+	for i := 0; len(cfg.Faults) > 0; i++ {
+		if !sleep(ctx, cfg.FaultEvery) {
+			break
+		}
+		f := cfg.Faults[i%len(cfg.Faults)]
+		name := f
+		if f == FaultDelay {
+			name = fmt.Sprintf("delay %v", cfg.Delay)
+		}
+		w.Nemesis(history.Start, name)
+		log.Info("fault", "start", name)
+		switch f {
+		case FaultStall:
+			p.Set(local.Stall, 0)
+		case FaultDelay:
+			p.Set(local.Delay, cfg.Delay)
+		case FaultReset:
+			p.Set(local.Reset, 0)
+		case FaultBlackhole:
+			p.Set(local.Blackhole, 0)
+		case FaultKill:
+			errs = append(errs, n.Kill())
+		case FaultPause:
+			errs = append(errs, n.Pause())
+		}
+		sleep(ctx, cfg.FaultFor)
+		switch f {
+		case FaultKill:
+			errs = append(errs, n.Start(30*time.Second))
+		case FaultPause:
+			errs = append(errs, n.Resume())
+		default:
+			p.Set(local.Pass, 0)
+		}
+		w.Nemesis(history.Stop, name)
+		log.Info("fault", "stop", name)
+	}
+	return errors.Join(errs...)
+}
+
+// sleep waits d or until ctx ends; it reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,126 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/raftstream/raftstream/jepsen/checker"
+	"github.com/raftstream/raftstream/jepsen/history"
+	"github.com/raftstream/raftstream/jepsen/report"
+)
+
+func redisConfig(t *testing.T, persist bool, faults ...string) Config {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatalf("redis-server not found: %v", err)
+	}
+	args := []string{"--port", "{port}", "--bind", "127.0.0.1", "--dir", "{dir}", "--save", ""}
+	if persist {
+		args = append(args, "--appendonly", "yes", "--appendfsync", "always")
+	} else {
+		args = append(args, "--appendonly", "no")
+	}
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	return Config{Bin: bin, Args: args, Out: t.TempDir(), Clients: 4, Keys: 2, Seed: seed,
+		OpTimeout: 100 * time.Millisecond, Duration: 1500 * time.Millisecond,
+		Faults: faults, FaultEvery: 150 * time.Millisecond, FaultFor: 150 * time.Millisecond,
+		Delay: 20 * time.Millisecond}
+}
+
+func run(t *testing.T, cfg Config) *Outcome {
+	t.Helper()
+	out, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum bytes.Buffer
+	_ = report.Summary(&sum, out.Results)
+	t.Logf("%d events\n%s", len(out.History), sum.String())
+	for _, f := range []string{"history.jsonl", "report.html", "server.log"} {
+		if _, err := os.Stat(filepath.Join(cfg.Out, f)); err != nil {
+			t.Errorf("run left no %s: %v", f, err)
+		}
+	}
+	return out
+}
+
+// TestRedisWithFsyncAlwaysSurvives: redis-server with appendfsync always
+// loses nothing across SIGKILL, pauses and a faulty client link, so the run
+// must be valid (exit 0) and its history must show every fault.
+func TestRedisWithFsyncAlwaysSurvives(t *testing.T) {
+	cfg := redisConfig(t, true, FaultKill, FaultStall, FaultPause, FaultReset, FaultDelay, FaultBlackhole)
+	out := run(t, cfg)
+	if out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	faults, heal := out.History.Faults()
+	var names []string
+	for _, f := range faults {
+		names = append(names, f.Fault)
+	}
+	if heal < 0 || len(faults) < 3 || names[0] != "kill" || names[1] != "stall" || names[2] != "pause" {
+		t.Fatalf("faults %v heal %d", names, heal)
+	}
+	if code := out.ExitCode(); code != report.ExitValid {
+		t.Fatalf("exit %d, want %d (valid)", code, report.ExitValid)
+	}
+	info := 0
+	for _, o := range out.History.Ops() {
+		if o.Type == history.Info {
+			info++
+		}
+	}
+	if info == 0 {
+		t.Error("faults produced no unknown outcomes")
+	}
+}
+
+// TestRedisWithoutPersistenceFails: the same schedule against redis-server
+// without persistence loses acknowledged writes at the first SIGKILL; the
+// run must be invalid (exit 1) with lost writes in the report.
+func TestRedisWithoutPersistenceFails(t *testing.T) {
+	cfg := redisConfig(t, false, FaultKill)
+	cfg.Duration = 600 * time.Millisecond
+	out := run(t, cfg)
+	if code := out.ExitCode(); code != report.ExitInvalid {
+		t.Fatalf("exit %d, want %d (invalid)", code, report.ExitInvalid)
+	}
+	for _, r := range out.Results {
+		if r.Name == "lost" && r.Valid != checker.Illegal {
+			t.Fatalf("lost: %s", r.Valid)
+		}
+	}
+	b, _ := os.ReadFile(out.Report)
+	if !strings.Contains(string(b), "lost: acknowledged") && !strings.Contains(string(b), "acknowledged xadd") {
+		t.Error("report.html does not show the lost writes")
+	}
+}
+
+func TestValidate(t *testing.T) {
+	good := Config{Addr: "127.0.0.1:1", Out: "x", Clients: 1, Keys: 1, OpTimeout: 1, Duration: 1}
+	if err := good.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for name, mut := range map[string]func(*Config){
+		"both":         func(c *Config) { c.Bin = "x" },
+		"no out":       func(c *Config) { c.Out = "" },
+		"no clients":   func(c *Config) { c.Clients = 0 },
+		"kill w/o bin": func(c *Config) { c.Faults = []string{FaultKill}; c.FaultEvery, c.FaultFor = 1, 1 },
+		"unknown":      func(c *Config) { c.Faults = []string{"flood"}; c.FaultEvery, c.FaultFor = 1, 1 },
+		"no schedule":  func(c *Config) { c.Faults = []string{FaultStall} },
+	} {
+		c := good
+		mut(&c)
+		if err := c.Validate(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
