@@ -409,3 +409,51 @@ func TestDiffTrimOptions(t *testing.T) {
 		"XADD s MAXLEN ~ 0 LIMIT 0 84-0 f v", "XLEN s")...)
 	runDiff(t, cmds)
 }
+
+// TestDiffMiscEdges collects smaller edge cases: repeated options, repeated
+// keys in XREAD, arity errors, unknown subcommands.
+func TestDiffMiscEdges(t *testing.T) {
+	runDiff(t, script(
+		"XADD s NOMKSTREAM MAXLEN ~ 5 * f v",
+		"XADD s 1-1 f v",
+		"XADD s 2-1 f v",
+		"XADD s 3-1 g w",
+		"XRANGE s - + COUNT 1 COUNT 2",
+		"XREAD COUNT 0 STREAMS s 0",
+		"XREAD STREAMS s s 0 2-1",
+		"XREAD STREAMS s $",
+		"XREAD COUNT 1 COUNT 2 STREAMS s 0",
+		"XREAD STREAMS STREAMS s 0",
+		"XREAD BLOCK 0 BLOCK 1 STREAMS s 0",
+		"XREAD STREAMS s 18446744073709551615-18446744073709551615",
+		"XRANGE s 1 1",
+		"XRANGE s 2-1 2-1",
+		"XREVRANGE s 2-1 2-1",
+		"XRANGE s 0-1 18446744073709551615",
+		"XREVRANGE s",
+		"XLEN",
+		"XLEN s t",
+		"TYPE",
+		"EXISTS",
+		"DEL",
+		"GET",
+		"SET k",
+		"OBJECT ENCODING",
+		"OBJECT encoding s extra",
+		"OBJECT FOO",
+		"MEMORY FOO",
+		"MEMORY USAGE",
+		"SET k v KEEPTTL",
+		"SET k v KEEPTTL EX 10",
+		"SET k v EX 10 KEEPTTL",
+		"SET k v GET GET",
+		"SET k v NX NX",
+		"GET k",
+		"RENAME k s",
+		"TYPE s",
+		"XDEL s",
+		"XTRIM s MAXLEN",
+		"XSETID s",
+		"XRANGE s - + COUNT 1 FOO",
+	))
+}

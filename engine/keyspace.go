@@ -405,7 +405,10 @@ func cmdObject(e *Engine, now int64, argv [][]byte) Reply {
 	if len(argv) < 2 {
 		return WrongArity("object")
 	}
-	if eqFold(argv[1], "ENCODING") && len(argv) == 3 {
+	if eqFold(argv[1], "ENCODING") && len(argv) != 3 {
+		return WrongArity("object|encoding")
+	}
+	if eqFold(argv[1], "ENCODING") {
 		v, ok := e.keys[string(argv[2])]
 		if !ok {
 			return NullBulk{}
@@ -415,7 +418,7 @@ func cmdObject(e *Engine, now int64, argv [][]byte) Reply {
 	if eqFold(argv[1], "HELP") && len(argv) == 2 {
 		return objectHelp()
 	}
-	return Errorf("ERR unknown subcommand or wrong number of arguments for '%s'. Try OBJECT HELP.", argv[1])
+	return Errorf("ERR unknown subcommand '%s'. Try OBJECT HELP.", argv[1])
 }
 
 // encoding is OBJECT ENCODING: a stream is "stream"; a string is "int" when

@@ -30,8 +30,11 @@ func cmdMemory(e *Engine, now int64, argv [][]byte) Reply {
 	if len(argv) < 2 {
 		return WrongArity("memory")
 	}
-	if !eqFold(argv[1], "USAGE") || len(argv) < 3 {
-		return Errorf("ERR unknown subcommand or wrong number of arguments for '%s'. Try MEMORY HELP.", argv[1])
+	if !eqFold(argv[1], "USAGE") {
+		return Errorf("ERR unknown subcommand '%s'. Try MEMORY HELP.", argv[1])
+	}
+	if len(argv) < 3 {
+		return WrongArity("memory|usage")
 	}
 	samples := int64(memorySamplesDefault)
 	for j := 3; j < len(argv); j++ {
