@@ -19,6 +19,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -58,6 +59,7 @@ type options struct {
 	trailingLogs               uint64
 	heartbeat, election        time.Duration
 	shutdownTimeout            time.Duration
+	cpuProfile                 string
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -87,6 +89,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.heartbeat, "raft-heartbeat-timeout", 0, "Raft heartbeat timeout (0 = hashicorp/raft default)")
 	fs.DurationVar(&o.election, "raft-election-timeout", 0, "Raft election timeout (0 = hashicorp/raft default)")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long SIGTERM waits for in-flight commands")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (diagnostics)")
 	fs.Usage = func() {
 		out := fs.Output()
 		fmt.Fprintf(out, "Usage: raftstream [flags]\n       raftstream health --addr host:port\n\n")
@@ -129,6 +132,17 @@ func run(args []string) error {
 	log, err := newLogger(o.logLevel, o.logFormat, os.Stderr)
 	if err != nil {
 		return err
+	}
+
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
 	}
 
 	// 3. Describe the node: data dir, bus address, cluster membership.
