@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/raftstream/raftstream/resp/resptest"
+)
+
+// startCluster starts n raftstream processes forming one cluster with the
+// given shard count, and returns their RESP addresses. Every process is
+// killed by PID at cleanup.
+func startCluster(t *testing.T, n, shards int) ([]string, []*exec.Cmd) {
+	t.Helper()
+	root := t.TempDir()
+	ports, buses := make([]int, n), make([]string, n)
+	for i := range ports {
+		ports[i] = resptest.FreePort(t)
+		buses[i] = "127.0.0.1:" + strconv.Itoa(resptest.FreePort(t))
+	}
+	cmds := make([]*exec.Cmd, n)
+	addrs := make([]string, n)
+	for i := range cmds {
+		_, bus, _ := strings.Cut(buses[i], ":")
+		lf, err := os.Create(filepath.Join(root, fmt.Sprintf("node%d.log", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(binary, "--port", strconv.Itoa(ports[i]), "--cluster-port", bus,
+			"--dir", filepath.Join(root, fmt.Sprint("node", i)), "--join", strings.Join(buses, ","),
+			"--bootstrap-expect", strconv.Itoa(n), "--shards", strconv.Itoa(shards), "--log-level", "error",
+			"--raft-heartbeat-timeout", "300ms", "--raft-election-timeout", "300ms")
+		cmd.Stdout, cmd.Stderr = lf, lf
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		lf.Close()
+		cmds[i] = cmd
+		addrs[i] = fmt.Sprintf("127.0.0.1:%d", ports[i])
+		t.Cleanup(func() {
+			_ = cmd.Process.Kill()
+			_, _ = cmd.Process.Wait()
+		})
+	}
+	for i, a := range addrs {
+		if !waitReady(a, 30*time.Second, cmds[i]) {
+			b, _ := os.ReadFile(filepath.Join(root, fmt.Sprintf("node%d.log", i)))
+			t.Fatalf("node %d did not start:\n%s", i, b)
+		}
+	}
+	return addrs, cmds
+}
+
+// TestClusterClientFollowsMoved drives a 3-node, 6-shard cluster through
+// go-redis's ClusterClient: it discovers slots with CLUSTER SLOTS and
+// follows MOVED; after a node is killed, writes resume on the new leaders.
+func TestClusterClientFollowsMoved(t *testing.T) {
+	addrs, cmds := startCluster(t, 3, 6)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+
+	// A plain client on one node is redirected for keys led elsewhere.
+	moved := 0
+	plain := dial(t, addrs[0])
+	for i := 0; i < 30; i++ {
+		if r := do(t, plain, "XADD", fmt.Sprint("probe:", i), "*", "f", "v"); strings.HasPrefix(r, "-MOVED ") {
+			moved++
+		}
+	}
+	if moved == 0 {
+		t.Fatalf("no MOVED from a node for 30 keys spread over 6 shards of 3 nodes")
+	}
+
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRedirects: 8})
+	defer cc.Close()
+	write := func(round, keys int) {
+		for k := 0; k < keys; k++ {
+			key := fmt.Sprintf("cc:%d", k)
+			var err error
+			for attempt := 0; attempt < 100; attempt++ {
+				err = cc.XAdd(ctx, &redis.XAddArgs{Stream: key, ID: fmt.Sprintf("%d-%d", round+1, 0), Values: []string{"r", fmt.Sprint(round)}}).Err()
+				if err == nil || strings.Contains(err.Error(), "equal or smaller") {
+					err = nil
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			if err != nil {
+				t.Fatalf("round %d XADD %s: %v", round, key, err)
+			}
+		}
+	}
+	write(0, 40)
+	for k := 0; k < 40; k++ {
+		if n, err := cc.XLen(ctx, fmt.Sprintf("cc:%d", k)).Result(); err != nil || n != 1 {
+			t.Fatalf("XLEN cc:%d = %d, %v", k, n, err)
+		}
+	}
+	// Kill one node: its shards elect new leaders on the other two, and the
+	// client follows (TRYAGAIN / MOVED / connection errors are retried).
+	_ = cmds[2].Process.Kill()
+	_, _ = cmds[2].Process.Wait()
+	write(1, 40)
+	for k := 0; k < 40; k++ {
+		var n int64
+		var err error
+		for attempt := 0; attempt < 100; attempt++ {
+			if n, err = cc.XLen(ctx, fmt.Sprintf("cc:%d", k)).Result(); err == nil {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if err != nil || n != 2 {
+			t.Fatalf("after failover XLEN cc:%d = %d, %v", k, n, err)
+		}
+	}
+}
