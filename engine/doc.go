@@ -1,0 +1,27 @@
+// Package engine is one shard's keyspace: Redis streams (entries, consumer
+// groups, PELs) and plain strings, with the commands that read and change
+// them. It is a pure data structure: no I/O, clock, randomness, logging or
+// goroutines (TestEngineImports guards this). Time enters as the now
+// argument of Exec, taken from the Raft log entry.
+//
+// Using it:
+//
+//	e := engine.New(engine.DefaultConfig())
+//	reply := e.Exec(now, argv)            // argv[0] is the command name
+//	keys := e.TakeSignaled()              // wake readers blocked on these keys
+//	if err := engine.Validate(now, argv); err != nil { ... } // leader-side check
+//	snap := e.Snapshot()                  // cheap point-in-time view
+//	snap.WriteTo(w); e2, err := engine.Restore(r)
+//
+// Replies are protocol-neutral values (reply.go) that package resp encodes
+// as RESP2 or RESP3; error replies carry Redis's exact wording.
+//
+// Storage of a stream (stream.go, stream_node.go, listpack.go, rax.go):
+// entries are packed into listpack nodes byte-identical to Redis's (master
+// entry, ID deltas, same-fields flag, tombstones), split by the same
+// stream-node-max-bytes / stream-node-max-entries rules, and indexed by
+// their master ID. Trimming (trim.go) frees whole nodes exactly where Redis
+// does, so XTRIM ~, XINFO radix-tree-keys/-nodes and MEMORY USAGE agree with
+// redis-server; the differential tests (difftest_test.go) compare replies
+// byte for byte against a real redis-server.
+package engine
