@@ -117,15 +117,29 @@ func cmdClusterNodes(s *Server, c *client, argv [][]byte) reply {
 			link = "disconnected"
 		}
 		fmt.Fprintf(&b, "%s %s:%d@%d %s - 0 0 %d %s", n.ID, n.Host, n.Port, n.Bus, flags, top.Epoch, link)
-		for _, sh := range top.Shards {
-			if sh.Leader == n.ID {
-				if sh.FirstSlot == sh.LastSlot {
-					fmt.Fprintf(&b, " %d", sh.FirstSlot)
-				} else {
-					fmt.Fprintf(&b, " %d-%d", sh.FirstSlot, sh.LastSlot)
-				}
+		// Contiguous ranges led by the node print as one, as Redis does.
+		first, last := -1, -1
+		flush := func() {
+			switch {
+			case first < 0:
+			case first == last:
+				fmt.Fprintf(&b, " %d", first)
+			default:
+				fmt.Fprintf(&b, " %d-%d", first, last)
 			}
 		}
+		for _, sh := range top.Shards {
+			if sh.Leader != n.ID {
+				continue
+			}
+			if first >= 0 && sh.FirstSlot == last+1 {
+				last = sh.LastSlot
+				continue
+			}
+			flush()
+			first, last = sh.FirstSlot, sh.LastSlot
+		}
+		flush()
 		b.WriteString("\n")
 	}
 	return engine.BulkString(b.String())

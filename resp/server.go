@@ -252,6 +252,9 @@ func (s *Server) serveRESP(rc redcon.Conn, first redcon.Command) {
 	s.runPipeline(c, argvs)
 }
 
+// maxArgs is Redis's limit on a command's argument count (1024*1024).
+const maxArgs = 1024 * 1024
+
 // pending is a reply not yet known: a submitted write.
 type pending struct {
 	fut    futureLike
@@ -280,6 +283,12 @@ func (s *Server) runPipeline(c *client, argvs [][][]byte) {
 			return
 		}
 		s.stats.commands.Add(1)
+		if len(argv) > maxArgs {
+			flush()
+			c.write(errorf("ERR Protocol error: invalid multibulk length"), c.proto)
+			c.close()
+			return
+		}
 		for _, a := range argv {
 			if int64(len(a)) > s.cfg.ProtoMaxBulkLen {
 				flush()

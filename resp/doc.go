@@ -1,0 +1,52 @@
+// Package resp is raftstream's client-facing server: RESP2/RESP3 over TCP
+// (tidwall/redcon), one connection goroutine each.
+//
+// # How a command runs
+//
+// Every command is looked up in ONE declarative table (table.go): arity,
+// flags, key positions (including the STREAMS keyword form of XREAD and
+// XREADGROUP), ACL categories and where it runs:
+//
+//   - KindWrite: keys → slot (slots.Of) → shard (Backend.ShardOfSlot); keys on
+//     different shards get CROSSSLOT; the command is proposed to the shard's
+//     Raft group with Backend.Submit and answered when applied. The reply is
+//     the engine's, produced on every replica at the same log position.
+//   - KindRead: run against the shard's engine under Backend.Read
+//     (linearizable on the leader; stale on READONLY connections).
+//   - KindLocal: answered here (connection state, INFO, CONFIG, CLIENT,
+//     CLUSTER, COMMAND, keyspace fan-out over local shards).
+//
+// The server never implements stream semantics: the engine does.
+//
+// # Pipelining
+//
+// A connection's pipelined commands are taken together (redcon's
+// ReadPipeline). Consecutive plain writes are submitted without waiting, so
+// they share Raft entries with other clients' writes; any other command first
+// waits for the writes before it. Replies are written in order. Commands of
+// one connection to one shard apply in arrival order.
+//
+// # Transactions
+//
+// MULTI queues commands (arity and unknown-command errors, and keys on
+// another shard, abort the transaction at EXEC with EXECABORT, as in Redis
+// Cluster). EXEC proposes every queued engine command as ONE unit: one log
+// entry, applied atomically. Per-command errors are returned inside EXEC's
+// reply.
+//
+// # Blocking reads
+//
+// XREAD/XREADGROUP with BLOCK register a waiter per key before their first
+// attempt; Backend's notify callback (on the apply goroutine, never
+// blocking) signals them; the connection re-runs its read (XREADGROUP is
+// proposed, since it changes the group). "$" is resolved to the stream's last
+// ID when the client blocks. Timeouts reply a null array; a disconnected
+// client is noticed by peeking at its socket.
+//
+// # Errors
+//
+// Redis wording is produced in errors.go; backend errors are mapped in one
+// function (mapError): not leader → MOVED (leader known) or TRYAGAIN,
+// unknown outcome → UNKNOWN (the write may have been applied), busy →
+// TRYAGAIN, lost quorum → CLUSTERDOWN.
+package resp
