@@ -9,16 +9,29 @@ import (
 
 // BenchmarkSubmit measures commands/s through a single-voter shard (real
 // bolt log with fsync, real TCP transport) with 50 concurrent submitters,
-// batched versus one log entry per command.
+// batched versus one log entry per command; with fsync (latency-bound) and
+// without (CPU-bound: what per-entry overhead costs).
 //
 //	go test ./fsm -run XXX -bench Submit -benchtime 20000x
 func BenchmarkSubmit(b *testing.B) {
-	for _, bc := range []struct {
+	type variant struct {
 		name     string
 		maxBatch int
-	}{{"batched", DefaultConfig().MaxBatchCommands}, {"entry-per-command", 1}} {
+		noSync   bool
+	}
+	var vs []variant
+	for _, noSync := range []bool{false, true} {
+		sync := "fsync"
+		if noSync {
+			sync = "nosync"
+		}
+		vs = append(vs,
+			variant{sync + "/batched", DefaultConfig().MaxBatchCommands, noSync},
+			variant{sync + "/entry-per-command", 1, noSync})
+	}
+	for _, bc := range vs {
 		b.Run(bc.name, func(b *testing.B) {
-			s := singleVoter(b, func(c *Config) { c.MaxBatchCommands = bc.maxBatch })
+			s := singleVoter(b, func(c *Config) { c.MaxBatchCommands, c.NoSync = bc.maxBatch, bc.noSync })
 			const submitters = 50
 			before := s.Raft().LastIndex()
 			var next atomic.Int64
