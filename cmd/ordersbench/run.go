@@ -141,7 +141,8 @@ func keyIndex(keys []string, k string) int {
 
 // run is the whole benchmark: setup, produce and consume concurrently, drain,
 // verify, report. Progress goes to stderr once a second, the final table to
-// stdout.
+// stdout. It is long because it reads top to bottom as the numbered phases
+// of a run; each phase's mechanics live in a helper.
 func run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -184,25 +185,7 @@ func run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	readersDone := make(chan struct{})
 	go func() { rwg.Wait(); close(readersDone) }()
 
-	harvestStop := make(chan struct{})
-	harvestDone := make(chan struct{})
-	go func() {
-		defer close(harvestDone)
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-harvestStop:
-				return
-			case now := <-t.C:
-				p := stats.Harvest(now)
-				if cfg.Progress {
-					fmt.Fprintln(stderr, progressLine(&cfg, p, draining.Load()))
-				}
-			}
-		}
-	}()
-
+	stopHarvest := startHarvester(&cfg, stats, stderr, &draining)
 	var deadline time.Time
 	if cfg.Duration > 0 {
 		deadline = start.Add(cfg.Duration)
@@ -220,20 +203,11 @@ func run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 
 	// 4. Drain: consumers finish what was produced, bounded by DrainTimeout.
 	draining.Store(true)
-	drainTimedOut := false
-	if len(readers) > 0 {
-		select {
-		case <-readersDone:
-		case <-time.After(cfg.DrainTimeout):
-			drainTimedOut = true
-		case <-ctx.Done():
-		}
-	}
+	drainTimedOut := len(readers) > 0 && !waitDrain(ctx, cfg.DrainTimeout, readersDone)
 	stopConsumers()
 	<-readersDone
 	end := time.Now()
-	close(harvestStop)
-	<-harvestDone
+	stopHarvest()
 	stats.Harvest(end)
 
 	// 5. Verify and report.
@@ -269,6 +243,45 @@ func run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 		return ErrVerifyFailed
 	}
 	return nil
+}
+
+// startHarvester harvests stats once a second (the timeline) and writes the
+// progress line. The returned stop waits for the harvester to exit, after
+// which the caller may harvest the final partial second itself.
+func startHarvester(cfg *Config, stats *Stats, stderr io.Writer, draining *atomic.Bool) (stop func()) {
+	stopCh, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-stopCh:
+				return
+			case now := <-t.C:
+				p := stats.Harvest(now)
+				if cfg.Progress {
+					fmt.Fprintln(stderr, progressLine(cfg, p, draining.Load()))
+				}
+			}
+		}
+	}()
+	return func() { close(stopCh); <-done }
+}
+
+// waitDrain waits for the readers to finish draining; false if timeout
+// expired first.
+func waitDrain(ctx context.Context, timeout time.Duration, readersDone <-chan struct{}) bool {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-readersDone:
+		return true
+	case <-t.C:
+		return false
+	case <-ctx.Done():
+		return true
+	}
 }
 
 // verifyRun gathers the history of all producers and readers and checks it.
