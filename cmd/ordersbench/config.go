@@ -11,9 +11,10 @@ import (
 
 // Config is one ordersbench run. Only main reads flags; run takes a Config.
 type Config struct {
-	// Addrs are the server endpoints. Without Cluster, producers and
-	// consumers are spread round-robin over one plain client per address;
-	// with Cluster they seed a cluster client.
+	// Addrs are the server endpoints. With Cluster they seed a cluster
+	// client. Without it, producers and consumers are spread round-robin over
+	// one plain client per address, so every address must serve every key
+	// (one server, or nodes of one raftstream cluster run with -forwarding).
 	Addrs    []string
 	Cluster  bool
 	Password string
@@ -144,7 +145,7 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	c := DefaultConfig()
 	fs := flag.NewFlagSet("ordersbench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	addrs := fs.String("addr", strings.Join(c.Addrs, ","), "server address(es), comma-separated")
+	addrs := fs.String("addr", strings.Join(c.Addrs, ","), "server address(es), comma-separated; without -cluster every address must serve every key")
 	groups := fs.String("groups", strings.Join(c.Groups, ","), "consumer groups, comma-separated")
 	fs.BoolVar(&c.Cluster, "cluster", c.Cluster, "use a Redis Cluster client (MOVED/ASK, per-slot routing)")
 	fs.StringVar(&c.Password, "password", c.Password, "AUTH password")
