@@ -57,9 +57,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var cfg runner.Config
 	var serverArgs, faults string
 	fs.StringVar(&cfg.Bin, "bin", "", "server binary to start (raftstream)")
-	fs.StringVar(&serverArgs, "args", "--port {port} --dir {dir}", "server arguments; {port} and {dir} are substituted")
+	fs.StringVar(&serverArgs, "args", "", "server arguments; {port} {dir} {bus} {join} {n} {name} are substituted (default: single node, or a cluster when -nodes > 1)")
+	fs.IntVar(&cfg.Nodes, "nodes", 1, "nodes to start with -bin")
 	fs.StringVar(&cfg.Addr, "addr", "", "use a running server at host:port instead of -bin")
-	fs.StringVar(&cfg.Out, "out", "jepsen-out", "directory for history.jsonl, report.html, server.log")
+	fs.StringVar(&cfg.Out, "out", "jepsen-out", "directory for history.jsonl, report.html, node logs")
 	fs.IntVar(&cfg.Clients, "clients", 8, "concurrent clients")
 	fs.IntVar(&cfg.Keys, "keys", 2, "streams")
 	fs.Int64Var(&cfg.Seed, "seed", time.Now().UnixNano(), "seed of the clients' operation choice")
@@ -73,6 +74,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.Checker.LinearTimeout, "linear-timeout", 30*time.Second, "linearizability search budget per stream")
 	if err := fs.Parse(args); err != nil {
 		return report.ExitUnknown
+	}
+	if serverArgs == "" {
+		serverArgs = "--port {port} --dir {dir}"
+		if cfg.Nodes > 1 {
+			serverArgs += " --cluster-port {bus} --join {join} --bootstrap-expect {n} --node-name {name}"
+		}
 	}
 	cfg.Args = strings.Fields(serverArgs)
 	if faults != "" {

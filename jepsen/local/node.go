@@ -27,6 +27,8 @@ type Node struct {
 	Port int
 	Dir  string
 	Log  string // file collecting the process's stdout and stderr
+	// Vars are further substitutions in Args: "{key}" becomes Vars[key].
+	Vars map[string]string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -70,7 +72,11 @@ func (n *Node) Start(timeout time.Duration) error {
 	args := make([]string, len(n.Args))
 	for i, a := range n.Args {
 		a = strings.ReplaceAll(a, "{port}", strconv.Itoa(n.Port))
-		args[i] = strings.ReplaceAll(a, "{dir}", n.Dir)
+		a = strings.ReplaceAll(a, "{dir}", n.Dir)
+		for k, v := range n.Vars {
+			a = strings.ReplaceAll(a, "{"+k+"}", v)
+		}
+		args[i] = a
 	}
 	logPath := n.Log
 	if logPath == "" {

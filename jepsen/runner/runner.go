@@ -36,12 +36,13 @@ const (
 // Config is one run. Either Bin (start the server) or Addr (use a running
 // one; kill and pause are then unavailable) must be set.
 type Config struct {
-	Bin  string   // server binary
-	Args []string // its arguments; "{port}" and "{dir}" are substituted
-	Addr string   // a running server instead of Bin
-	Dir  string   // server data directory; default a directory under Out
+	Bin   string   // server binary
+	Args  []string // its arguments; see Nodes for the substitutions
+	Addr  string   // a running server instead of Bin
+	Dir   string   // parent of the nodes' data directories; default Out
+	Nodes int      // with Bin: nodes to start (default 1). In Args, {port}, {dir}, {bus} (cluster bus port), {name} (n1…), {n} (Nodes) and {join} (all bus addresses, comma-separated) are substituted
 
-	Out string // directory for history.jsonl, report.html and the server log
+	Out string // directory for history.jsonl, report.html, the porcupine visualizations and n<i>.log
 
 	Clients   int
 	Keys      int
@@ -111,36 +112,13 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 		return nil, err
 	}
-	// 1. The server under test.
-	var node *local.Node
-	target := cfg.Addr
-	if cfg.Bin != "" {
-		port, err := local.FreePort()
-		if err != nil {
-			return nil, err
-		}
-		dir := cfg.Dir
-		if dir == "" {
-			dir = filepath.Join(cfg.Out, "data")
-		}
-		node = &local.Node{Name: "n1", Bin: cfg.Bin, Args: cfg.Args, Port: port, Dir: dir,
-			Log: filepath.Join(cfg.Out, "server.log")}
-		if err := node.Start(30 * time.Second); err != nil {
-			return nil, err
-		}
-		defer node.Stop(10 * time.Second)
-		target = node.Addr()
-		log.Info("server started", "addr", target, "dir", dir)
-	}
-	// 2. The fault proxy between clients and server.
-	proxy, err := local.NewProxy("127.0.0.1:0", target)
+	// 1. The servers under test, each behind its own client-link proxy.
+	sut, err := startNodes(cfg, log)
 	if err != nil {
 		return nil, err
 	}
-	defer proxy.Close()
-	client := workload.NewClient(proxy.Addr(), cfg.OpTimeout)
-	defer client.Close()
-	// 3. The history.
+	defer sut.close()
+	// 2. The history.
 	w, err := history.Create(filepath.Join(cfg.Out, "history.jsonl"))
 	if err != nil {
 		return nil, err
@@ -150,9 +128,9 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		keys[i] = fmt.Sprintf("jepsen:{s%d}", i)
 	}
 	wl := workload.New(workload.Config{Keys: keys, Clients: cfg.Clients, Seed: cfg.Seed, Timeout: cfg.OpTimeout},
-		func(int) workload.Conn { return workload.Redis{C: client} }, w)
+		sut.target, w)
 	out := &Outcome{}
-	// 4. Setup, retried while the server elects leaders.
+	// 3. Setup, retried while the server elects leaders.
 	setupCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	for err = wl.Setup(setupCtx); err != nil && setupCtx.Err() == nil; err = wl.Setup(setupCtx) {
 		time.Sleep(100 * time.Millisecond)
@@ -162,34 +140,31 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		w.Close()
 		return nil, fmt.Errorf("setup: %w", err)
 	}
-	// 5. The faulty phase: workload and nemesis side by side.
+	// 4. The faulty phase: workload and nemesis side by side.
 	runCtx, stop := context.WithTimeout(ctx, cfg.Duration)
 	var nemErr error
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		nemErr = nemesis(runCtx, cfg, w, proxy, node, log)
+		nemErr = nemesis(runCtx, cfg, w, sut, log)
 	}()
 	wl.Run(runCtx, 1<<30)
 	stop()
 	wg.Wait()
-	// 6. Heal everything, then the final phase.
-	proxy.Set(local.Pass, 0)
-	if node != nil && !node.Running() {
-		if err := node.Start(30 * time.Second); err != nil {
-			nemErr = errors.Join(nemErr, fmt.Errorf("restart for the final phase: %w", err))
-		}
-	}
+	// 5. Heal everything, wait until the servers answer again (outside the
+	// history), then the final phase.
+	nemErr = errors.Join(nemErr, sut.heal())
 	w.Nemesis(history.Heal, "")
 	finalCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	nemErr = errors.Join(nemErr, sut.waitReady(finalCtx, keys))
 	wl.Final(finalCtx)
 	cancel()
 	out.Err = nemErr
 	if err := w.Close(); err != nil {
 		return nil, err
 	}
-	// 7. Check and report.
+	// 6. Check and report.
 	h, err := history.ReadFile(filepath.Join(cfg.Out, "history.jsonl"))
 	if err != nil {
 		return nil, err
@@ -214,16 +189,19 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 
 // nemesis cycles through cfg.Faults until ctx ends: quiet for FaultEvery,
 // then one fault for FaultFor (cut short by ctx), recorded as start/stop.
-func nemesis(ctx context.Context, cfg Config, w *history.Writer, p *local.Proxy, n *local.Node, log *slog.Logger) error {
+// The i-th fault hits node i mod Nodes (its process, or its client link).
+func nemesis(ctx context.Context, cfg Config, w *history.Writer, s *system, log *slog.Logger) error {
 	var errs []error
 	for i := 0; len(cfg.Faults) > 0; i++ {
 		if !sleep(ctx, cfg.FaultEvery) {
 			break
 		}
 		f := cfg.Faults[i%len(cfg.Faults)]
-		name := f
+		j := i % len(s.nodes)
+		n, p := s.nodes[j], s.proxies[j]
+		name := f + " " + n.Name
 		if f == FaultDelay {
-			name = fmt.Sprintf("delay %v", cfg.Delay)
+			name = fmt.Sprintf("delay %v %s", cfg.Delay, n.Name)
 		}
 		w.Nemesis(history.Start, name)
 		log.Info("fault", "start", name)

@@ -44,7 +44,7 @@ func run(t *testing.T, cfg Config) *Outcome {
 	var sum bytes.Buffer
 	_ = report.Summary(&sum, out.Results)
 	t.Logf("%d events\n%s", len(out.History), sum.String())
-	for _, f := range []string{"history.jsonl", "report.html", "server.log"} {
+	for _, f := range []string{"history.jsonl", "report.html", "n1.log"} {
 		if _, err := os.Stat(filepath.Join(cfg.Out, f)); err != nil {
 			t.Errorf("run left no %s: %v", f, err)
 		}
@@ -66,7 +66,7 @@ func TestRedisWithFsyncAlwaysSurvives(t *testing.T) {
 	for _, f := range faults {
 		names = append(names, f.Fault)
 	}
-	if heal < 0 || len(faults) < 3 || names[0] != "kill" || names[1] != "stall" || names[2] != "pause" {
+	if heal < 0 || len(faults) < 3 || names[0] != "kill n1" || names[1] != "stall n1" || names[2] != "pause n1" {
 		t.Fatalf("faults %v heal %d", names, heal)
 	}
 	if code := out.ExitCode(); code != report.ExitValid {
