@@ -2,6 +2,8 @@ package engine
 
 import (
 	"fmt"
+	"io"
+	"runtime"
 	"strconv"
 	"testing"
 )
@@ -81,3 +83,52 @@ func benchBytesPerEntry(b *testing.B, gen func(int) [][]byte) {
 
 func BenchmarkBytesPerEntryUniform(b *testing.B)  { benchBytesPerEntry(b, uniformEntry) }
 func BenchmarkBytesPerEntryDistinct(b *testing.B) { benchBytesPerEntry(b, distinctEntry) }
+
+// TestFewHeapObjectsPerEntry: the storage allocates per node, not per
+// entry, so the garbage collector's work does not grow with entry count.
+func TestFewHeapObjectsPerEntry(t *testing.T) {
+	const n = 200_000
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	s := NewStream()
+	cfg := DefaultConfig()
+	for i := 0; i < n; i++ {
+		s.appendEntry(cfg, ID{uint64(i + 1), 0}, uniformEntry(i))
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	objs := int64(after.HeapObjects) - int64(before.HeapObjects)
+	t.Logf("%d entries in %d nodes: %d live heap objects", n, s.RaxKeys(), objs)
+	if objs > n/20 {
+		t.Fatalf("%d heap objects for %d entries", objs, n)
+	}
+	runtime.KeepAlive(s)
+}
+
+// BenchmarkSnapshot measures taking a snapshot of a 1M-entry stream (the
+// part that runs while the engine is locked) and encoding it.
+func BenchmarkSnapshot(b *testing.B) {
+	e := New(DefaultConfig())
+	s := NewStream()
+	for i := 0; i < 1_000_000; i++ {
+		s.appendEntry(e.cfg, ID{uint64(i + 1), 0}, uniformEntry(i))
+		s.Length++
+	}
+	s.LastID, s.EntriesAdded, s.FirstID = ID{1_000_000, 0}, 1_000_000, ID{1, 0}
+	e.keys["s"] = &Value{Kind: KindStream, Stream: s}
+	b.Run("take", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			e.Snapshot()
+		}
+	})
+	b.Run("encode", func(b *testing.B) {
+		sn := e.Snapshot()
+		var n int64
+		for i := 0; i < b.N; i++ {
+			w, _ := sn.WriteTo(io.Discard)
+			n += w
+		}
+		b.SetBytes(n / int64(b.N))
+	})
+}
