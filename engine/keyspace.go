@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"hash/fnv"
 	"slices"
 	"strconv"
 )
@@ -149,9 +148,12 @@ func cmdKeys(e *Engine, now int64, argv [][]byte) Reply {
 
 // scanHash orders keys for SCAN; never 0 so that 0 can mean "done".
 func scanHash(k string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(k))
-	return h.Sum64() | 1
+	h := uint64(14695981039346656037) // FNV-1a 64 offset basis
+	for i := 0; i < len(k); i++ {
+		h ^= uint64(k[i])
+		h *= 1099511628211
+	}
+	return h | 1
 }
 
 func cmdScan(e *Engine, now int64, argv [][]byte) Reply {
@@ -187,41 +189,53 @@ func cmdScan(e *Engine, now int64, argv [][]byte) Reply {
 			return ErrSyntax
 		}
 	}
-	type hk struct {
-		h uint64
-		k string
-	}
-	var cand []hk
+	// Select the smallest (hash, key) pairs >= cursor with a bounded
+	// max-heap: O(keys * log COUNT) per call, no full sort.
+	// NB: every call still visits all keys; a persistent ordered index
+	// would make SCAN O(COUNT) per call.
+	limit := int(min(count, int64(len(e.keys))))
+	h := scanHeap{}
+	var extra []scanItem // keys sharing the boundary hash
 	for k := range e.keys {
-		if h := scanHash(k); h >= cursor {
-			cand = append(cand, hk{h, k})
+		hv := scanHash(k)
+		if hv < cursor {
+			continue
+		}
+		it := scanItem{hv, k}
+		if len(h) < limit {
+			h.push(it)
+		} else if it.less(h[0]) {
+			h[0] = it
+			h.fix()
 		}
 	}
-	slices.SortFunc(cand, func(a, b hk) int {
-		if a.h != b.h {
-			if a.h < b.h {
-				return -1
-			}
-			return 1
-		}
-		if a.k < b.k {
+	cand := []scanItem(h)
+	slices.SortFunc(cand, func(a, b scanItem) int {
+		if a.less(b) {
 			return -1
-		} else if a.k > b.k {
+		}
+		if b.less(a) {
 			return 1
 		}
 		return 0
 	})
-	n := int(min(count, int64(len(cand))))
-	// Never split keys sharing a hash across calls.
-	for n < len(cand) && n > 0 && cand[n].h == cand[n-1].h {
-		n++
-	}
 	next := uint64(0)
-	if n < len(cand) {
-		next = cand[n].h
+	if len(cand) > 0 && len(cand) < len(e.keys) {
+		// The next cursor is the smallest hash above the last returned one
+		// (keys sharing a hash are never split across calls).
+		last := cand[len(cand)-1].h
+		for k := range e.keys {
+			if hv := scanHash(k); hv == last && !slices.ContainsFunc(cand, func(c scanItem) bool { return c.k == k }) {
+				extra = append(extra, scanItem{hv, k})
+			} else if hv > last && (next == 0 || hv < next) {
+				next = hv
+			}
+		}
+		slices.SortFunc(extra, func(a, b scanItem) int { return cmpStr(a.k, b.k) })
+		cand = append(cand, extra...)
 	}
 	keys := Array{}
-	for _, c := range cand[:n] {
+	for _, c := range cand {
 		if pat != nil && !globMatch(pat, []byte(c.k), false) {
 			continue
 		}
@@ -566,4 +580,56 @@ func arityAtLeast(argv [][]byte, n int, name string) *Error {
 		return WrongArity(name)
 	}
 	return nil
+}
+
+// scanItem is a key in SCAN order.
+type scanItem struct {
+	h uint64
+	k string
+}
+
+func (a scanItem) less(b scanItem) bool { return a.h < b.h || (a.h == b.h && a.k < b.k) }
+
+func cmpStr(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// scanHeap is a max-heap of scanItems (largest at [0]).
+type scanHeap []scanItem
+
+func (h *scanHeap) push(it scanItem) {
+	*h = append(*h, it)
+	s := *h
+	for i := len(s) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !s[p].less(s[i]) {
+			break
+		}
+		s[p], s[i] = s[i], s[p]
+		i = p
+	}
+}
+
+// fix restores the heap after h[0] was replaced.
+func (h scanHeap) fix() {
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(h) && h[m].less(h[l]) {
+			m = l
+		}
+		if r < len(h) && h[m].less(h[r]) {
+			m = r
+		}
+		if m == i {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
 }
