@@ -322,8 +322,13 @@ func (s *Server) trySubmit(c *client, argv [][]byte) (pending, bool) {
 		return pending{}, false
 	}
 	cmd, er := lookup(argv)
-	if er != nil || cmd.Kind != KindWrite || cmd.Flags&FlagBlocking != 0 {
+	if er != nil || cmd.Kind != KindWrite {
 		return pending{}, false
+	}
+	if cmd.Flags&FlagBlocking != 0 {
+		if _, blocks := blockTimeout(argv); blocks {
+			return pending{}, false
+		}
 	}
 	shard, slot, er := s.route(cmd, argv)
 	if er != nil || shard < 0 {
