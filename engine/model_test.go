@@ -263,6 +263,27 @@ func (r *modelRun) step() {
 			args = append(args, "COUNT", strconv.Itoa(count))
 		}
 		r.expect(r.exec(args...), entriesReply(m.rangeOf(a, b, count, rev)))
+	case op < 20 && r.rnd.Intn(3) == 0: // XREAD after a random ID
+		id := r.randomID(m)
+		count := r.rnd.Intn(4)
+		start, _ := id.Incr()
+		es := m.rangeOf(start, MaxID, count, false)
+		var want Reply = NullArray{}
+		if len(es) > 0 {
+			want = PairMap{BulkString(key), entriesReply(es)}
+		}
+		r.expect(r.exec("XREAD", "COUNT", strconv.Itoa(count), "STREAMS", key, id.String()), want)
+	case op < 20 && r.rnd.Intn(2) == 0: // XADD * (now is 1, so the ID follows the top)
+		v := r.randomValue()
+		got := r.exec("XADD", key, "*", "a", v)
+		id, _ := m.lastID.Incr()
+		if m.lastID.Ms < 1 {
+			id = ID{1, 0}
+		}
+		r.expect(got, BulkString(id.String()))
+		m.entries = append(m.entries, modelEntry{id, []string{"a", v}})
+		m.lastID, m.exists = id, true
+		m.entriesAdded++
 	default: // XLEN
 		r.expect(r.exec("XLEN", key), Integer(len(m.entries)))
 	}
