@@ -57,7 +57,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var cfg runner.Config
 	var serverArgs, faults string
 	fs.StringVar(&cfg.Bin, "bin", "", "server binary to start (raftstream)")
-	fs.StringVar(&serverArgs, "args", "", "server arguments; {port} {dir} {bus} {join} {n} {name} are substituted (default: single node, or a cluster when -nodes > 1)")
+	fs.StringVar(&serverArgs, "args", "", "server arguments; {port} {dir} {bus} {busannounce} {join} {n} {name} are substituted (default: single node, or a cluster when -nodes > 1)")
 	fs.IntVar(&cfg.Nodes, "nodes", 1, "nodes to start with -bin")
 	fs.StringVar(&cfg.Addr, "addr", "", "use a running server at host:port instead of -bin")
 	fs.StringVar(&cfg.Out, "out", "jepsen-out", "directory for history.jsonl, report.html, node logs")
@@ -66,7 +66,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.Int64Var(&cfg.Seed, "seed", time.Now().UnixNano(), "seed of the clients' operation choice")
 	fs.DurationVar(&cfg.OpTimeout, "op-timeout", 500*time.Millisecond, "per-operation timeout (then the outcome is unknown)")
 	fs.DurationVar(&cfg.Duration, "duration", 20*time.Second, "length of the faulty phase")
-	fs.StringVar(&faults, "faults", "kill,stall,pause,reset,delay,blackhole", "faults cycled through (kill,pause need -bin)")
+	fs.StringVar(&faults, "faults", "kill,stall,pause,reset,delay,blackhole", "faults cycled through: kill pause stall delay reset blackhole bus-stall bus-delay bus-reset bus-blackhole (all but the client-link ones need -bin)")
 	fs.DurationVar(&cfg.FaultEvery, "fault-every", 2*time.Second, "quiet time before each fault")
 	fs.DurationVar(&cfg.FaultFor, "fault-for", 2*time.Second, "length of each fault")
 	fs.DurationVar(&cfg.Delay, "delay", 50*time.Millisecond, "delay added by the delay fault")
@@ -78,7 +78,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if serverArgs == "" {
 		serverArgs = "--port {port} --dir {dir}"
 		if cfg.Nodes > 1 {
-			serverArgs += " --cluster-port {bus} --join {join} --bootstrap-expect {n} --node-name {name}"
+			serverArgs += " --cluster-port {bus} --cluster-announce-bus {busannounce} --join {join} --bootstrap-expect {n} --node-name {name}"
 		}
 	}
 	cfg.Args = strings.Fields(serverArgs)

@@ -31,16 +31,27 @@ const (
 	FaultBlackhole = "blackhole" // client link drops bytes; those connections reset at heal
 	FaultKill      = "kill"      // SIGKILL the server, restart it after the fault window
 	FaultPause     = "pause"     // SIGSTOP the server for the fault window, then SIGCONT
+
+	// Cluster-bus faults on the link into one node from all its peers (an
+	// asymmetric partition: the node still reaches its peers).
+	FaultBusStall     = "bus-stall"
+	FaultBusBlackhole = "bus-blackhole"
+	FaultBusDelay     = "bus-delay"
+	FaultBusReset     = "bus-reset"
 )
 
 // Config is one run. Either Bin (start the server) or Addr (use a running
 // one; kill and pause are then unavailable) must be set.
 type Config struct {
-	Bin   string   // server binary
-	Args  []string // its arguments; see Nodes for the substitutions
-	Addr  string   // a running server instead of Bin
-	Dir   string   // parent of the nodes' data directories; default Out
-	Nodes int      // with Bin: nodes to start (default 1). In Args, {port}, {dir}, {bus} (cluster bus port), {name} (n1…), {n} (Nodes) and {join} (all bus addresses, comma-separated) are substituted
+	Bin  string   // server binary
+	Args []string // its arguments; see Nodes for the substitutions
+	Addr string   // a running server instead of Bin
+	Dir  string   // parent of the nodes' data directories; default Out
+	// Nodes to start with Bin (default 1). In Args, {port}, {dir}, {bus}
+	// (cluster bus listen port), {busannounce} (the address of the proxy
+	// peers must dial instead), {join} (every node's {busannounce},
+	// comma-separated), {name} (n1…) and {n} (Nodes) are substituted.
+	Nodes int
 
 	Out string // directory for history.jsonl, report.html, the porcupine visualizations and n<i>.log
 
@@ -74,7 +85,7 @@ func (c *Config) Validate() error {
 	for _, f := range c.Faults {
 		switch f {
 		case FaultStall, FaultDelay, FaultReset, FaultBlackhole:
-		case FaultKill, FaultPause:
+		case FaultKill, FaultPause, FaultBusStall, FaultBusBlackhole, FaultBusDelay, FaultBusReset:
 			if c.Bin == "" {
 				return fmt.Errorf("runner: fault %q needs Bin (a server the runner starts)", f)
 			}
@@ -200,19 +211,22 @@ func nemesis(ctx context.Context, cfg Config, w *history.Writer, s *system, log 
 		j := i % len(s.nodes)
 		n, p := s.nodes[j], s.proxies[j]
 		name := f + " " + n.Name
-		if f == FaultDelay {
-			name = fmt.Sprintf("delay %v %s", cfg.Delay, n.Name)
+		if f == FaultDelay || f == FaultBusDelay {
+			name = fmt.Sprintf("%s %v %s", f, cfg.Delay, n.Name)
+		}
+		if strings.HasPrefix(f, "bus-") {
+			p = s.bus[j]
 		}
 		w.Nemesis(history.Start, name)
 		log.Info("fault", "start", name)
 		switch f {
-		case FaultStall:
+		case FaultStall, FaultBusStall:
 			p.Set(local.Stall, 0)
-		case FaultDelay:
+		case FaultDelay, FaultBusDelay:
 			p.Set(local.Delay, cfg.Delay)
-		case FaultReset:
+		case FaultReset, FaultBusReset:
 			p.Set(local.Reset, 0)
-		case FaultBlackhole:
+		case FaultBlackhole, FaultBusBlackhole:
 			p.Set(local.Blackhole, 0)
 		case FaultKill:
 			errs = append(errs, n.Kill())

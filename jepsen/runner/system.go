@@ -23,6 +23,7 @@ import (
 type system struct {
 	nodes   []*local.Node
 	proxies []*local.Proxy
+	bus     []*local.Proxy // node i's inbound cluster-bus link, when started with Bin
 	clients []*redis.Client
 	route   map[string]workload.Conn // a node's own address (as MOVED names it) → its proxied conn
 }
@@ -50,11 +51,20 @@ func startNodes(cfg Config, log *slog.Logger) (*system, error) {
 			if err != nil {
 				return nil, err
 			}
+			// Peers reach the node's bus through a proxy, so the bus faults
+			// can cut or slow everything the node receives from its peers.
+			bp, err := local.NewProxy("127.0.0.1:0", "127.0.0.1:"+strconv.Itoa(busPort))
+			if err != nil {
+				s.close()
+				return nil, err
+			}
+			s.bus = append(s.bus, bp)
 			name := "n" + strconv.Itoa(i+1)
-			bus = append(bus, "127.0.0.1:"+strconv.Itoa(busPort))
+			bus = append(bus, bp.Addr())
 			s.nodes = append(s.nodes, &local.Node{Name: name, Bin: cfg.Bin, Args: cfg.Args, Port: port,
 				Dir: filepath.Join(dir, name), Log: filepath.Join(cfg.Out, name+".log"),
-				Vars: map[string]string{"bus": strconv.Itoa(busPort), "name": name, "n": strconv.Itoa(count)}})
+				Vars: map[string]string{"bus": strconv.Itoa(busPort), "busannounce": bp.Addr(), "name": name,
+					"n": strconv.Itoa(count)}})
 		}
 		for _, n := range s.nodes {
 			n.Vars["join"] = strings.Join(bus, ",")
@@ -122,7 +132,7 @@ func (s *system) waitReady(ctx context.Context, keys []string) error {
 // heal clears every link fault and restarts nodes that are down.
 func (s *system) heal() error {
 	var errs []error
-	for _, p := range s.proxies {
+	for _, p := range append(append([]*local.Proxy(nil), s.proxies...), s.bus...) {
 		p.Set(local.Pass, 0)
 	}
 	for _, n := range s.nodes {
@@ -143,7 +153,7 @@ func (s *system) close() {
 	for _, c := range s.clients {
 		_ = c.Close()
 	}
-	for _, p := range s.proxies {
+	for _, p := range append(append([]*local.Proxy(nil), s.proxies...), s.bus...) {
 		_ = p.Close()
 	}
 	for _, n := range s.nodes {

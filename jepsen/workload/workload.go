@@ -60,6 +60,9 @@ func (c *Config) defaults() {
 	}
 }
 
+// retryPause is how long a process waits after a failed command.
+const retryPause = 10 * time.Millisecond
+
 // Workload is one run's clients. Target(p) returns the connection process p
 // uses for its next operation, so a nemesis can move clients (failover).
 type Workload struct {
@@ -76,6 +79,7 @@ type proc struct {
 	n        int
 	lastRead map[string]string   // per key, last ID seen by XREAD
 	unacked  map[string][]string // per key, IDs delivered to this consumer
+	backoff  bool                // the last command failed: pause before the next
 }
 
 // New prepares a run recording to w.
@@ -110,6 +114,14 @@ func (wl *Workload) Run(ctx context.Context, ops int) {
 		go func(pr *proc) {
 			defer wg.Done()
 			for i := 0; i < ops && ctx.Err() == nil; i++ {
+				if pr.backoff { // don't spin on TRYAGAIN or a dead node
+					pr.backoff = false
+					select {
+					case <-time.After(retryPause):
+					case <-ctx.Done():
+						return
+					}
+				}
 				k := wl.cfg.Keys[pr.rnd.Intn(len(wl.cfg.Keys))]
 				wl.random(ctx, pr, k)
 			}
@@ -179,6 +191,7 @@ func (wl *Workload) do(ctx context.Context, pr *proc, args ...any) (any, error) 
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
 	}
+	pr.backoff = err != nil
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {
 		return nil, history.Rejected(err) // never sent
