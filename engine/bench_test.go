@@ -132,3 +132,19 @@ func BenchmarkSnapshot(b *testing.B) {
 		b.SetBytes(n / int64(b.N))
 	})
 }
+
+// TestXAddStorageAllocFree: appending entries allocates only when a node
+// is started (amortised zero per entry).
+func TestXAddStorageAllocFree(t *testing.T) {
+	s := NewStream()
+	cfg := DefaultConfig()
+	f := uniformEntry(3)
+	i := uint64(0)
+	avg := testing.AllocsPerRun(5000, func() {
+		i++
+		s.appendEntry(cfg, ID{i, 0}, f)
+	})
+	if avg > 0.1 {
+		t.Fatalf("%.2f allocations per appended entry", avg)
+	}
+}
