@@ -29,7 +29,8 @@ type client struct {
 	lastCmd     []byte
 	lastCmdName string
 
-	multi *multiState // non-nil between MULTI and EXEC/DISCARD
+	multi    *multiState // non-nil between MULTI and EXEC/DISCARD
+	lastExec [][][]byte  // the commands of the last EXEC (for forwarding)
 
 	mu      sync.Mutex // guards name, libName, libVer, lastCmdAt
 	name    string
@@ -55,6 +56,12 @@ func newClient(id int64, rc redcon.Conn) *client {
 func (c *client) write(r reply, proto int) {
 	c.lastAt.Store(time.Now().UnixMilli())
 	c.rc.WriteRaw(AppendReply(nil, r, proto))
+}
+
+// writeRaw appends an already encoded reply (a forwarded one).
+func (c *client) writeRaw(raw []byte) {
+	c.lastAt.Store(time.Now().UnixMilli())
+	c.rc.WriteRaw(raw)
 }
 
 func (c *client) markClosed()    { c.closedFlg.Store(true) }

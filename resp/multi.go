@@ -80,9 +80,11 @@ func (s *Server) cmdExec(c *client) reply {
 		return errExecNoMulti
 	}
 	c.multi = nil
+	c.lastExec = nil
 	if m.dirty {
 		return errExecAbort
 	}
+	c.lastExec = m.queue
 	shard := m.shard
 	if shard < 0 {
 		shard = 0
@@ -129,4 +131,26 @@ func (s *Server) cmdExec(c *client) reply {
 		out = append(out, r)
 	}
 	return out
+}
+
+// forwardUnit is what to send to another node when argv was answered MOVED:
+// the command itself, or for EXEC the whole transaction.
+func (s *Server) forwardUnit(c *client, argv [][]byte) [][][]byte {
+	if len(argv) == 1 && strings.EqualFold(string(argv[0]), "exec") && c.lastExec != nil {
+		out := make([][][]byte, 0, len(c.lastExec)+2)
+		out = append(out, [][]byte{[]byte("MULTI")})
+		out = append(out, c.lastExec...)
+		return append(out, argv)
+	}
+	return [][][]byte{argv}
+}
+
+// isBlocking reports whether argv is a blocking read (BLOCK option given).
+func isBlocking(argv [][]byte) bool {
+	cmd, er := lookup(argv)
+	if er != nil || cmd.Flags&FlagBlocking == 0 {
+		return false
+	}
+	_, ok := blockTimeout(argv)
+	return ok
 }

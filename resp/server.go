@@ -36,15 +36,13 @@ type Config struct {
 	// proto-max-bulk-len). Default 512MB.
 	ProtoMaxBulkLen int64
 	// ClusterMode makes the server present itself as a Redis Cluster node
-	// (HELLO mode, INFO cluster_enabled) and answer MOVED for keys of shards
-	// led elsewhere. When false and Forward is set, such commands are
-	// forwarded instead.
+	// (HELLO mode, INFO cluster_enabled, READONLY/ASKING accepted).
 	ClusterMode bool
-	// Forward, if set, executes a command on the leader of a shard this node
-	// does not lead (forwarding mode for non-cluster clients). It returns
-	// false when it cannot forward; the client then gets MOVED.
-	// NB: hook only; no forwarder is implemented yet.
-	Forward func(ctx context.Context, shard int, unit [][][]byte) ([]engine.Reply, bool)
+	// Forwarding makes the server relay commands for shards led elsewhere
+	// to their leader instead of answering MOVED, for clients that are not
+	// cluster-aware (see forward.go). Keyspace fan-out commands (DBSIZE,
+	// KEYS, SCAN, FLUSHALL) still cover only the shards this node leads.
+	Forwarding bool
 	// WriteTimeout bounds how long a client waits for a write to commit
 	// before it is told the outcome is unknown. Default 30s.
 	WriteTimeout time.Duration
@@ -77,6 +75,7 @@ type Server struct {
 	clients map[int64]*client
 	conf    map[string]string // local CONFIG SET values
 
+	fwd      *forwarder // nil unless Config.Forwarding
 	waiters  *waiters
 	nBlocked atomic.Int64 // connections currently waiting in a blocking read
 
@@ -109,6 +108,9 @@ func New(be Backend, cfg Config) *Server {
 	}
 	s := &Server{cfg: cfg, be: be, log: log, started: time.Now(), clients: map[int64]*client{},
 		conf: map[string]string{}, waiters: newWaiters(), drained: make(chan struct{})}
+	if cfg.Forwarding {
+		s.fwd = newForwarder(cfg.RequirePass)
+	}
 	be.SetNotify(s.waiters.notify)
 	return s
 }
@@ -145,6 +147,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		err = ctx.Err()
 	}
 	s.waiters.closeAll()
+	if s.fwd != nil {
+		s.fwd.close()
+	}
 	close(s.drained)
 	if rs != nil {
 		_ = rs.Close()
@@ -257,10 +262,10 @@ const maxArgs = 1024 * 1024
 
 // pending is a reply not yet known: a submitted write.
 type pending struct {
-	fut    futureLike
-	slot   int
-	proto  int
-	direct reply // set when the reply is already known
+	fut   futureLike
+	slot  int
+	proto int
+	argv  [][]byte
 }
 
 // runPipeline executes argvs in order. Writes are submitted without waiting;
@@ -270,9 +275,10 @@ func (s *Server) runPipeline(c *client, argvs [][][]byte) {
 	var queue []pending
 	flush := func() {
 		for _, p := range queue {
-			r := p.direct
-			if p.fut != nil {
-				r = s.waitOne(p.fut, p.slot)
+			r := s.waitOne(p.fut, p.slot)
+			if raw, ok := s.maybeForward(c, r, [][][]byte{p.argv}, false); ok {
+				c.writeRaw(raw)
+				continue
 			}
 			c.write(r, p.proto)
 		}
@@ -304,7 +310,11 @@ func (s *Server) runPipeline(c *client, argvs [][][]byte) {
 		flush()
 		r := s.exec(c, argv)
 		if r != nil {
-			c.write(r, c.proto)
+			if raw, ok := s.maybeForward(c, r, s.forwardUnit(c, argv), isBlocking(argv)); ok {
+				c.writeRaw(raw)
+			} else {
+				c.write(r, c.proto)
+			}
 		}
 		if c.quitting {
 			c.close()
@@ -334,7 +344,7 @@ func (s *Server) trySubmit(c *client, argv [][]byte) (pending, bool) {
 	if er != nil || shard < 0 {
 		return pending{}, false
 	}
-	return pending{fut: s.be.Submit(shard, [][][]byte{argv}), slot: slot, proto: c.proto}, true
+	return pending{fut: s.be.Submit(shard, [][][]byte{argv}), slot: slot, proto: c.proto, argv: argv}, true
 }
 
 // exec runs one command through the general path and returns its reply

@@ -14,12 +14,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/slots"
 )
 
 // startCluster starts n raftstream processes forming one cluster with the
 // given shard count, and returns their RESP addresses. Every process is
 // killed by PID at cleanup.
-func startCluster(t *testing.T, n, shards int) ([]string, []*exec.Cmd) {
+func startCluster(t *testing.T, n, shards int, extra ...string) ([]string, []*exec.Cmd) {
 	t.Helper()
 	root := t.TempDir()
 	ports, buses := make([]int, n), make([]string, n)
@@ -39,6 +40,7 @@ func startCluster(t *testing.T, n, shards int) ([]string, []*exec.Cmd) {
 			"--dir", filepath.Join(root, fmt.Sprint("node", i)), "--join", strings.Join(buses, ","),
 			"--bootstrap-expect", strconv.Itoa(n), "--shards", strconv.Itoa(shards), "--log-level", "error",
 			"--raft-heartbeat-timeout", "300ms", "--raft-election-timeout", "300ms")
+		cmd.Args = append(cmd.Args, extra...)
 		cmd.Stdout, cmd.Stderr = lf, lf
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -130,3 +132,71 @@ func TestClusterClientFollowsMoved(t *testing.T) {
 type quietLogger struct{}
 
 func (quietLogger) Printf(context.Context, string, ...any) {}
+
+// TestForwardingForPlainClients: with --forwarding a client that knows
+// nothing of the cluster uses one node for every key; commands for shards
+// led elsewhere are relayed to their leaders (writes, reads, MULTI/EXEC,
+// blocking reads) and never answered MOVED.
+func TestForwardingForPlainClients(t *testing.T) {
+	addrs, _ := startCluster(t, 3, 6, "--forwarding")
+	c := dial(t, addrs[0])
+	for i := 0; i < 30; i++ {
+		key := fmt.Sprint("fw:", i)
+		if got := do(t, c, "XADD", key, "1-1", "f", "v"); got != "$3\r\n1-1\r\n" {
+			t.Fatalf("XADD %s through node 0: %q", key, got)
+		}
+		if got := do(t, c, "XLEN", key); got != ":1\r\n" {
+			t.Fatalf("XLEN %s through node 0: %q", key, got)
+		}
+		do(t, c, "MULTI")
+		do(t, c, "XADD", key, "2-1", "f", "v")
+		do(t, c, "XLEN", key)
+		if got := do(t, c, "EXEC"); got != "*2\r\n$3\r\n2-1\r\n:2\r\n" {
+			t.Fatalf("EXEC on %s through node 0: %q", key, got)
+		}
+	}
+	// RESP3 replies are relayed in the client's protocol.
+	do(t, c, "HELLO", "3")
+	for i := 0; i < 30; i++ {
+		key := fmt.Sprint("fw:", i)
+		if got := do(t, c, "XREAD", "STREAMS", key, "1-1"); got != "%1\r\n$"+fmt.Sprint(len(key))+"\r\n"+key+"\r\n*1\r\n*2\r\n$3\r\n2-1\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n" {
+			t.Fatalf("RESP3 XREAD %s: %q", key, got)
+		}
+	}
+	// A blocking read forwarded to a remote leader is woken by a write
+	// arriving through another node.
+	rdb := redis.NewClient(&redis.Options{Addr: addrs[0]})
+	defer rdb.Close()
+	ranges, err := rdb.ClusterSlots(context.Background()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	remote := func(key string) bool {
+		slot := int(slots.Of([]byte(key)))
+		for _, r := range ranges {
+			if slot >= r.Start && slot <= r.End {
+				return r.Nodes[0].Addr != addrs[0]
+			}
+		}
+		return false
+	}
+	for i := 0; i < 30; i++ {
+		key := fmt.Sprint("fw:", i)
+		if !remote(key) {
+			continue
+		}
+		b := dial(t, addrs[0])
+		if err := b.Send("XREAD", "BLOCK", "10000", "STREAMS", key, "$"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(300 * time.Millisecond)
+		w := dial(t, addrs[1])
+		do(t, w, "XADD", key, "3-1", "g", "w")
+		r, err := b.ReadReply()
+		if err != nil || !strings.Contains(string(r), "3-1") {
+			t.Fatalf("forwarded blocking XREAD %s: %q %v", key, r, err)
+		}
+		return
+	}
+	t.Fatal("no key led by another node among 30")
+}

@@ -179,6 +179,7 @@ func run(args []string) error {
 	rcfg.RequirePass = o.requirepass
 	rcfg.ProtoMaxBulkLen = o.protoMaxBulkLen
 	rcfg.ClusterMode = (o.bootstrapExpect > 1 || o.join != "") && !o.forwarding
+	rcfg.Forwarding = o.forwarding
 	rcfg.Logger = log
 	rcfg.Port, rcfg.Bind, rcfg.Dir = o.port, o.bind, o.dir
 	srv := resp.New(node, rcfg)
