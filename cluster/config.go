@@ -31,7 +31,8 @@ type Config struct {
 	// Cluster's bus port.
 	BindAddr string
 	// AdvertiseBus is the cluster bus address other nodes dial. Empty means
-	// BindAddr (which must then not be a wildcard address).
+	// BindAddr (which must then not be a wildcard address). Port 0 means
+	// the port actually bound (BindAddr with port 0, in tests).
 	AdvertiseBus string
 
 	// AnnounceHost and AnnouncePort are the RESP address announced to
@@ -148,7 +149,7 @@ func (c *Config) Validate() error {
 	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
 		return fmt.Errorf("cluster: AdvertiseBus %q is not dialable (set AdvertiseBus when BindAddr is a wildcard)", c.AdvertiseBus)
 	}
-	if p, err := strconv.Atoi(port); err != nil || p <= 0 || p > 65535 {
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
 		return fmt.Errorf("cluster: AdvertiseBus %q has a bad port", c.AdvertiseBus)
 	}
 	if c.Shards < 0 || c.Shards > slots.Count {

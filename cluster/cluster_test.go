@@ -1,0 +1,281 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/raftstream/raftstream/fsm"
+	"github.com/raftstream/raftstream/resp/resptest"
+)
+
+// testCluster is n in-process nodes on loopback formed with
+// BootstrapExpect n.
+type testCluster struct {
+	t     *testing.T
+	cfgs  []Config
+	nodes []*Node // nil once closed
+}
+
+func startCluster(t *testing.T, size, shards int) *testCluster {
+	t.Helper()
+	tc := &testCluster{t: t}
+	var join []string
+	for i := 0; i < size; i++ {
+		c := testConfig(t, t.TempDir())
+		c.Shards = shards
+		c.BindAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(resptest.FreePort(t)))
+		c.AdvertiseBus = ""
+		c.BootstrapExpect = size
+		c.NodeName = fmt.Sprintf("n%d", i)
+		// 48 groups on a loaded 2-core machine under -race: raft's own
+		// timing (fsm defaults) rather than the single-node test's.
+		c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = 0, 0, 0
+		c.BalanceInterval = 300 * time.Millisecond
+		join = append(join, c.BindAddr)
+		tc.cfgs = append(tc.cfgs, c)
+	}
+	for i := range tc.cfgs {
+		tc.cfgs[i].Join = join
+	}
+	tc.nodes = make([]*Node, size)
+	for i, c := range tc.cfgs {
+		n, err := Open(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tc.nodes[i] = n
+	}
+	t.Cleanup(tc.close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	errs := make(chan error, size)
+	for _, n := range tc.nodes {
+		go func() { errs <- n.Start(ctx) }()
+	}
+	for range tc.nodes {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range tc.nodes {
+		if err := n.WaitLeaders(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return tc
+}
+
+func (tc *testCluster) close() {
+	var wg sync.WaitGroup
+	for i, n := range tc.nodes {
+		if n != nil {
+			wg.Add(1)
+			go func() { defer wg.Done(); n.Close() }()
+			tc.nodes[i] = nil
+		}
+	}
+	wg.Wait()
+}
+
+// byID returns the live node with id.
+func (tc *testCluster) byID(id string) *Node {
+	for _, n := range tc.nodes {
+		if n != nil && n.ID() == id {
+			return n
+		}
+	}
+	return nil
+}
+
+// leadCounts counts, per live node, the shards whose local replica leads.
+func (tc *testCluster) leadCounts() map[string]int {
+	out := map[string]int{}
+	for _, n := range tc.nodes {
+		if n == nil {
+			continue
+		}
+		for i := 0; i < n.NumShards(); i++ {
+			if st, ok := n.ShardStatus(i); ok && st.Role == "leader" {
+				out[n.ID()]++
+			}
+		}
+	}
+	return out
+}
+
+// submitFollowing writes to shard through any live node, following
+// NotLeaderError redirects, until it succeeds or ctx ends.
+func (tc *testCluster) submitFollowing(ctx context.Context, shard, v int) error {
+	var target *Node
+	for _, n := range tc.nodes {
+		if n != nil {
+			target = n
+			break
+		}
+	}
+	for {
+		err := setEntries(ctx, target, shard, v)
+		if err == nil {
+			return nil
+		}
+		var nl *fsm.NotLeaderError
+		if errors.As(err, &nl) {
+			if next := tc.byID(nl.LeaderID); next != nil {
+				target = next
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("shard %d: %w (last error %v)", shard, ctx.Err(), err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func TestThreeNodesFormBalanceAndSurviveANodeLoss(t *testing.T) {
+	t0 := time.Now()
+	tc := startCluster(t, 3, 16)
+	t.Logf("formed with leaders in %v", time.Since(t0))
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+
+	// Every node agrees on the membership and the shard count.
+	top := tc.nodes[0].Topology()
+	if len(top.Nodes) != 3 || len(top.Shards) != 16 {
+		t.Fatalf("topology: %d nodes, %d shards", len(top.Nodes), len(top.Shards))
+	}
+	for _, n := range tc.nodes[1:] {
+		o := n.Topology()
+		for i := range o.Shards {
+			if fmt.Sprint(o.Shards[i].Replicas) != fmt.Sprint(top.Shards[i].Replicas) {
+				t.Fatalf("node %s disagrees on shard %d replicas", n.ID(), i)
+			}
+		}
+	}
+
+	// Leadership balances to 5–6 shards per node.
+	start := time.Now()
+	waitBalanced(t, tc, 30*time.Second)
+	t.Logf("balanced in %v", time.Since(start))
+
+	// A follower refuses with the leader's ID and RESP address.
+	for _, n := range tc.nodes {
+		if st, _ := n.ShardStatus(0); st.Role == "leader" {
+			continue
+		}
+		err := setEntries(ctx, n, 0, 1)
+		var nl *fsm.NotLeaderError
+		if !errors.As(err, &nl) {
+			t.Fatalf("follower write: %v", err)
+		}
+		l := tc.byID(nl.LeaderID)
+		if l == nil || nl.LeaderAddr != l.self.RESPAddr() {
+			t.Fatalf("NotLeaderError %+v, want a node's RESP address (leader node %v)", nl, l != nil && true)
+		}
+		break
+	}
+
+	for s := 0; s < 16; s++ {
+		if err := tc.submitFollowing(ctx, s, 100+s); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Close the node leading shard 0; every shard keeps taking writes.
+	leader0, closed := tc.nodes[0].Topology().Shards[0].Leader, -1
+	for i, n := range tc.nodes {
+		if n != nil && n.ID() == leader0 {
+			closed = i
+			start = time.Now()
+			if err := n.Close(); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("closed leader node in %v", time.Since(start))
+			tc.nodes[i] = nil
+		}
+	}
+	start = time.Now()
+	for s := 0; s < 16; s++ {
+		if err := tc.submitFollowing(ctx, s, 200+s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("all 16 shards written after node loss in %v", time.Since(start))
+	for _, n := range tc.nodes {
+		if n == nil {
+			continue
+		}
+		for s := 0; s < 16; s++ {
+			if err := waitStale(ctx, n, s, 200+s); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	// The closed node restarts from its data dir under the same ID,
+	// catches up on every shard and gets its share of leaders back.
+	n, err := Open(tc.cfgs[closed])
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc.nodes[closed] = n
+	if n.ID() != leader0 {
+		t.Fatalf("restarted node has ID %s, want %s", n.ID(), leader0)
+	}
+	if err := n.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	for s := 0; s < 16; s++ {
+		if err := waitStale(ctx, n, s, 200+s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("restarted node caught up in %v", time.Since(start))
+	waitBalanced(t, tc, 30*time.Second)
+	start = time.Now()
+	tc.close()
+	t.Logf("closed cluster in %v", time.Since(start))
+}
+
+// waitBalanced waits until each of the 3 nodes leads 5 or 6 of 16 shards.
+func waitBalanced(t *testing.T, tc *testCluster, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		c := tc.leadCounts()
+		ok := len(c) == 3
+		for _, v := range c {
+			ok = ok && v >= 5 && v <= 6
+		}
+		if ok {
+			t.Logf("leaders per node: %v", c)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("leadership not balanced: %v", c)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// waitStale waits until n's local replica of shard shows v.
+func waitStale(ctx context.Context, n *Node, shard, v int) error {
+	for {
+		got, err := readEntries(ctx, n, shard, true)
+		if err == nil && got == v {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("node %s shard %d: %d, %v; want %d", n.ID(), shard, got, err, v)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,124 @@
+package cluster
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// health polls every other member's status RPC and remembers which members
+// answer and which shards each leads. It feeds Topology (Up flags, leaders of
+// shards not hosted here) and the balancer. One goroutine writes; readers
+// take the mutex.
+type health struct {
+	n  *Node
+	mu sync.Mutex
+	// upSince is when a member last started answering (zero: down).
+	upSince map[string]time.Time
+	// leader[shard] is the node ID that last reported leading it.
+	leader map[int]string
+}
+
+func newHealth(n *Node) *health {
+	return &health{n: n, upSince: make(map[string]time.Time), leader: make(map[int]string)}
+}
+
+// pollInterval is how often members are polled.
+const pollInterval = 500 * time.Millisecond
+
+func (h *health) loop() {
+	t := time.NewTicker(pollInterval)
+	defer t.Stop()
+	for {
+		h.poll()
+		select {
+		case <-h.n.shutdownCh:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// poll asks every member for its status, in parallel, bounded by one
+// interval.
+func (h *health) poll() {
+	st := h.n.st.Load()
+	if st.members == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), pollInterval)
+	defer cancel()
+	type result struct {
+		id    string
+		ok    bool
+		leads []int
+	}
+	var peers []Member
+	for _, m := range st.members.Nodes {
+		if m.ID != h.n.id {
+			peers = append(peers, m)
+		}
+	}
+	ch := make(chan result, len(peers))
+	for _, m := range peers {
+		go func() {
+			res, err := h.n.call(ctx, m.Bus, rpcRequest{Op: "status", From: h.n.self})
+			ch <- result{id: m.ID, ok: err == nil, leads: res.Leads}
+		}()
+	}
+	results := make([]result, 0, len(peers))
+	for range peers {
+		results = append(results, <-ch)
+	}
+	now := time.Now()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, r := range results {
+		if !r.ok {
+			delete(h.upSince, r.id)
+			for s, id := range h.leader {
+				if id == r.id {
+					delete(h.leader, s)
+				}
+			}
+			continue
+		}
+		if _, ok := h.upSince[r.id]; !ok {
+			h.upSince[r.id] = now
+		}
+		for s, id := range h.leader {
+			if id == r.id {
+				delete(h.leader, s)
+			}
+		}
+		for _, s := range r.leads {
+			h.leader[s] = r.id
+		}
+	}
+}
+
+// up reports whether member id answered the last poll.
+func (h *health) up(id string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, ok := h.upSince[id]
+	return ok
+}
+
+// upFor reports how long member id has been answering (0 if down).
+func (h *health) upFor(id string) time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	t, ok := h.upSince[id]
+	if !ok {
+		return 0
+	}
+	return time.Since(t)
+}
+
+// leaderOf returns the member that last reported leading shard, or "".
+func (h *health) leaderOf(shard int) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.leader[shard]
+}

@@ -1,0 +1,198 @@
+package cluster
+
+import (
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Member is one node of the cluster as recorded at formation.
+type Member struct {
+	ID   string `json:"id"`   // 40 hex chars
+	Host string `json:"host"` // announced RESP host
+	Port int    `json:"port"` // announced RESP port
+	Bus  string `json:"bus"`  // cluster bus address host:port
+}
+
+// RESPAddr is the member's announced RESP address, host:port.
+func (m Member) RESPAddr() string { return net.JoinHostPort(m.Host, strconv.Itoa(m.Port)) }
+
+// Membership is the formed cluster: the node set and each shard's replica
+// set. Every node of a formed cluster holds an identical Membership (it is
+// computed deterministically from the sorted node set) and persists it.
+type Membership struct {
+	// Nodes sorted by ID.
+	Nodes []Member `json:"nodes"`
+	// Shards[i] lists the node IDs of shard i's voters. Shards[i][0] is the
+	// preferred leader, which the balancer moves leadership to.
+	Shards [][]string `json:"shards"`
+	// Epoch increases with every change of the membership (1 at formation).
+	Epoch uint64 `json:"epoch"`
+}
+
+// place builds the Membership of nodes (any order) with nShards shards, rf
+// replicas each (capped at len(nodes)), placed round-robin: shard i's
+// replicas are nodes[(i+k) % n] for k < rf, so preferred leaders rotate and
+// with 3 nodes and 16 shards every node prefers 5 or 6 shards.
+func place(nodes []Member, nShards, rf int) *Membership {
+	ns := slices.Clone(nodes)
+	slices.SortFunc(ns, func(a, b Member) int {
+		switch {
+		case a.ID < b.ID:
+			return -1
+		case a.ID > b.ID:
+			return 1
+		}
+		return 0
+	})
+	rf = min(rf, len(ns))
+	m := &Membership{Nodes: ns, Shards: make([][]string, nShards), Epoch: 1}
+	for i := range m.Shards {
+		for k := 0; k < rf; k++ {
+			m.Shards[i] = append(m.Shards[i], ns[(i+k)%len(ns)].ID)
+		}
+	}
+	return m
+}
+
+// Node returns the member with id.
+func (m *Membership) Node(id string) (Member, bool) {
+	for _, n := range m.Nodes {
+		if n.ID == id {
+			return n, true
+		}
+	}
+	return Member{}, false
+}
+
+// Hosts reports whether node id is a replica of shard i.
+func (m *Membership) Hosts(i int, id string) bool { return slices.Contains(m.Shards[i], id) }
+
+// servers is shard i's initial Raft configuration. Raft addresses are the
+// members' RESP addresses (see DESIGN.md, "Raft addresses"); the transport
+// dials the bus through the address book.
+func (m *Membership) servers(i int) []raft.Server {
+	var out []raft.Server
+	for _, id := range m.Shards[i] {
+		n, _ := m.Node(id)
+		out = append(out, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(id), Address: raft.ServerAddress(n.RESPAddr())})
+	}
+	return out
+}
+
+// check verifies the invariants of a Membership loaded from disk.
+func (m *Membership) check(shards int) error {
+	if len(m.Shards) != shards {
+		return fmt.Errorf("membership has %d shards, want %d", len(m.Shards), shards)
+	}
+	for i, rs := range m.Shards {
+		if len(rs) == 0 {
+			return fmt.Errorf("shard %d has no replicas", i)
+		}
+		for _, id := range rs {
+			if _, ok := m.Node(id); !ok {
+				return fmt.Errorf("shard %d replica %s is not a member", i, id)
+			}
+		}
+	}
+	return nil
+}
+
+// addrBook resolves Raft server IDs (node IDs) to cluster bus addresses; it
+// is the raft.ServerAddressProvider of every group's transport. Safe for
+// concurrent use.
+type addrBook struct {
+	mu      sync.RWMutex
+	bus     map[string]string // node ID → bus address
+	respBus map[string]string // RESP address → bus address
+}
+
+func newAddrBook() *addrBook {
+	return &addrBook{bus: make(map[string]string), respBus: make(map[string]string)}
+}
+
+// add records member m's addresses.
+func (b *addrBook) add(m Member) {
+	b.mu.Lock()
+	b.bus[m.ID] = m.Bus
+	b.respBus[m.RESPAddr()] = m.Bus
+	b.mu.Unlock()
+}
+
+// dialAddr maps a Raft address to the bus address to dial: a RESP address
+// of a known member becomes its bus address; anything else is returned as
+// is (it already is a bus address from ServerAddr).
+func (b *addrBook) dialAddr(a string) string {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if bus, ok := b.respBus[a]; ok {
+		return bus
+	}
+	return a
+}
+
+// ServerAddr implements raft.ServerAddressProvider.
+func (b *addrBook) ServerAddr(id raft.ServerID) (raft.ServerAddress, error) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	a, ok := b.bus[string(id)]
+	if !ok {
+		return "", fmt.Errorf("cluster: no bus address for node %s", id)
+	}
+	return raft.ServerAddress(a), nil
+}
+
+// announcedLayer is a group's stream layer whose Addr is the node's RESP
+// announce address, so that raft reports leaders by the address clients
+// must be redirected to. Dialing never uses it: the address book resolves
+// IDs to bus addresses.
+type announcedLayer struct {
+	*StreamLayer
+	addr strAddr
+	book *addrBook
+}
+
+func (l announcedLayer) Addr() net.Addr { return l.addr }
+
+// Dial connects to the bus of the node at address (a bus address from the
+// address book, or a member's RESP address when raft fell back to it).
+func (l announcedLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	return l.StreamLayer.Dial(raft.ServerAddress(l.book.dialAddr(string(address))), timeout)
+}
+
+// strAddr is a net.Addr that is just a host:port string.
+type strAddr string
+
+func (a strAddr) Network() string { return "tcp" }
+func (a strAddr) String() string  { return string(a) }
+
+// announcingTransport is a NetworkTransport whose RPC headers carry the
+// sender's Raft address as given (its RESP announce address) instead of the
+// address provider's answer for its own ID (its bus address), which
+// NetworkTransport.EncodePeer would send. Followers thus learn the leader's
+// RESP address. All other methods, including the optional WithClose and
+// WithPreVote, are the embedded transport's, except pipelining (below).
+type announcingTransport struct {
+	*raft.NetworkTransport
+}
+
+// AppendEntriesPipeline disables pipelined replication: raft v1.8.0's
+// pipeline can deadlock when a follower rejects an append while a send is
+// parked on the (default, unbuffered) in-flight channel — replication to
+// that follower stops for good and Raft.Shutdown never returns (seen here
+// as a 3-node test hanging in Close; the same analysis in
+// grafana/pyroscope#5518). Entries are already batched by fsm, so one
+// AppendEntries in flight per follower costs little.
+func (t announcingTransport) AppendEntriesPipeline(raft.ServerID, raft.ServerAddress) (raft.AppendPipeline, error) {
+	return nil, raft.ErrPipelineReplicationNotSupported
+}
+
+// EncodePeer implements raft.Transport.
+func (t announcingTransport) EncodePeer(_ raft.ServerID, p raft.ServerAddress) []byte {
+	return []byte(p)
+}

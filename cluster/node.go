@@ -1,0 +1,477 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/raftstream/raftstream/engine"
+	"github.com/raftstream/raftstream/fsm"
+	"github.com/raftstream/raftstream/resp"
+	"github.com/raftstream/raftstream/slots"
+)
+
+// Node is one raftstream process: the shards it hosts, the cluster bus, and
+// the background loops. It implements resp.Backend; its methods are safe for
+// concurrent use.
+type Node struct {
+	cfg     Config
+	log     *slog.Logger
+	id      string
+	dir     string
+	nShards int
+	slotMap *slots.Map
+	mux     *Mux
+	book    *addrBook
+	self    Member
+
+	// metaMu serialises changes to the persisted meta.
+	metaMu sync.Mutex
+	meta   meta
+
+	// st is the current view: membership and local shard replicas. It is
+	// replaced whole (copy on write) so Backend methods read it lock-free.
+	st atomic.Pointer[state]
+
+	notify atomic.Pointer[func(shard int, keys []string)]
+	health *health
+	disc   *discovery
+
+	startMu    sync.Mutex
+	started    bool
+	shutdownCh chan struct{}
+	closeOnce  sync.Once
+	wg         sync.WaitGroup
+}
+
+// state is an immutable view of the node.
+type state struct {
+	members *Membership
+	// shards[i] is the local replica of shard i, nil if not hosted here.
+	shards []*localShard
+}
+
+// localShard is one hosted shard replica and its transport.
+type localShard struct {
+	s  *fsm.Shard
+	tr *raft.NetworkTransport
+}
+
+var _ resp.Backend = (*Node)(nil)
+
+// Open validates cfg, creates or reopens the data dir (node ID, shard
+// count), and opens the cluster bus. It starts no Raft group: call Start.
+func Open(cfg Config) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	m, created, err := loadOrCreateMeta(cfg.Dir, cfg.Shards)
+	if err != nil {
+		return nil, err
+	}
+	if created {
+		if m.Shards == 0 {
+			m.Shards = cfg.defaultShards()
+		}
+		if err := saveMeta(cfg.Dir, m); err != nil {
+			return nil, err
+		}
+	}
+	if m.Members != nil {
+		if err := m.Members.check(m.Shards); err != nil {
+			return nil, fmt.Errorf("cluster: %s: %w", filepath.Join(cfg.Dir, metaFile), err)
+		}
+	}
+	name := cfg.NodeName
+	if name == "" {
+		name = m.ID[:8]
+	}
+	log := cfg.Logger.With("node", name)
+	mux, err := Listen(cfg.BindAddr, cfg.AdvertiseBus, cfg.DialTimeout, log)
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{
+		cfg: cfg, log: log, id: m.ID, dir: cfg.Dir, nShards: m.Shards,
+		slotMap: slots.NewMap(m.Shards), mux: mux, book: newAddrBook(), meta: m,
+		self:       Member{ID: m.ID, Host: cfg.AnnounceHost, Port: cfg.AnnouncePort, Bus: mux.Addr().String()},
+		shutdownCh: make(chan struct{}),
+	}
+	n.health = newHealth(n)
+	n.book.add(n.self)
+	if m.Members != nil {
+		for _, mb := range m.Members.Nodes {
+			if mb.ID != n.id {
+				n.book.add(mb)
+			}
+		}
+	}
+	n.st.Store(&state{members: m.Members, shards: make([]*localShard, m.Shards)})
+	n.startRPC()
+	log.Info("node opened", "id", m.ID, "shards", m.Shards, "bus", n.self.Bus, "created", created)
+	return n, nil
+}
+
+// ID is this node's 40-hex ID.
+func (n *Node) ID() string { return n.id }
+
+// BusAddr is the cluster bus address other nodes dial (useful with
+// BindAddr ":0" in tests).
+func (n *Node) BusAddr() string { return n.self.Bus }
+
+// Config returns the validated configuration (Forwarding etc.).
+func (n *Node) Config() Config { return n.cfg }
+
+// Start forms the cluster on first start (single node: at once; with
+// BootstrapExpect > 1: after discovering the other nodes through Join,
+// bounded by ctx), opens the local shard replicas, bootstraps them when
+// empty, and starts the background loops. It returns once every local
+// shard is open; leaders are elected asynchronously (see WaitLeaders).
+func (n *Node) Start(ctx context.Context) error {
+	n.startMu.Lock()
+	defer n.startMu.Unlock()
+	if n.started {
+		return errors.New("cluster: node already started")
+	}
+	n.metaMu.Lock()
+	members := n.meta.Members
+	n.metaMu.Unlock()
+	if members == nil {
+		var err error
+		if n.cfg.clustered() {
+			members, err = n.form(ctx)
+		} else {
+			members = place([]Member{n.self}, n.nShards, 1)
+		}
+		if err != nil {
+			return err
+		}
+		if err := n.setMembers(members); err != nil {
+			return err
+		}
+	}
+	if err := n.openShards(members); err != nil {
+		n.closeShards()
+		return err
+	}
+	n.started = true
+	n.goFunc(n.snapshotLoop)
+	n.goFunc(n.health.loop)
+	if n.cfg.BalanceInterval > 0 {
+		n.goFunc(n.balanceLoop)
+	}
+	return nil
+}
+
+// setMembers persists members (the formed cluster) and publishes it.
+func (n *Node) setMembers(members *Membership) error {
+	n.metaMu.Lock()
+	defer n.metaMu.Unlock()
+	m := n.meta
+	m.Members = members
+	if err := saveMeta(n.dir, m); err != nil {
+		return err
+	}
+	n.meta = m
+	for _, mb := range members.Nodes {
+		n.book.add(mb)
+	}
+	old := n.st.Load()
+	n.st.Store(&state{members: members, shards: old.shards})
+	return nil
+}
+
+// openShards opens every shard replica members places on this node and
+// bootstraps the empty ones with the recorded initial configuration.
+func (n *Node) openShards(members *Membership) error {
+	shards := make([]*localShard, n.nShards)
+	for i := range shards {
+		if !members.Hosts(i, n.id) {
+			continue
+		}
+		ls, err := n.openShard(i)
+		if err != nil {
+			n.st.Store(&state{members: members, shards: shards})
+			return fmt.Errorf("cluster: shard %d: %w", i, err)
+		}
+		shards[i] = ls
+		if err := ls.s.BootstrapIfEmpty(members.servers(i)); err != nil {
+			n.st.Store(&state{members: members, shards: shards})
+			return fmt.Errorf("cluster: bootstrap shard %d: %w", i, err)
+		}
+	}
+	n.st.Store(&state{members: members, shards: shards})
+	return nil
+}
+
+func (n *Node) openShard(i int) (*localShard, error) {
+	layer := announcedLayer{StreamLayer: n.mux.Layer(ShardGroup(i)), addr: strAddr(n.self.RESPAddr()), book: n.book}
+	log := n.log.With("shard", i)
+	tr := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		ServerAddressProvider: n.book,
+		Logger:                fsm.NewHCLogger(log, slog.LevelWarn).Named("transport"),
+		Stream:                layer,
+		MaxPool:               3,
+		Timeout:               10 * time.Second,
+	})
+	fc := fsm.DefaultConfig()
+	fc.ShardID = i
+	fc.Dir = filepath.Join(n.dir, "shards", strconv.Itoa(i))
+	fc.LocalID = raft.ServerID(n.id)
+	fc.Transport = announcingTransport{tr}
+	fc.Logger = log
+	fc.RaftLogLevel = slog.LevelWarn
+	fc.Engine = n.cfg.Engine
+	fc.Notify = n.dispatchNotify
+	fc.TrailingLogs = n.cfg.TrailingLogs
+	if n.cfg.HeartbeatTimeout > 0 {
+		fc.HeartbeatTimeout = n.cfg.HeartbeatTimeout
+	}
+	if n.cfg.ElectionTimeout > 0 {
+		fc.ElectionTimeout = n.cfg.ElectionTimeout
+	}
+	if n.cfg.LeaderLeaseTimeout > 0 {
+		fc.LeaderLeaseTimeout = n.cfg.LeaderLeaseTimeout
+	}
+	if err := os.MkdirAll(fc.Dir, 0o755); err != nil {
+		tr.Close()
+		return nil, err
+	}
+	s, err := fsm.Open(fc)
+	if err != nil {
+		tr.Close()
+		return nil, err
+	}
+	return &localShard{s: s, tr: tr}, nil
+}
+
+func (n *Node) dispatchNotify(shard int, keys []string) {
+	if f := n.notify.Load(); f != nil {
+		(*f)(shard, keys)
+	}
+}
+
+func (n *Node) goFunc(f func()) {
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		f()
+	}()
+}
+
+// Close stops the background loops, hands leadership of the shards this
+// node leads to another voter where one exists (bounded wait), closes the
+// shards, their transports, and the cluster bus. Idempotent.
+func (n *Node) Close() error {
+	var err error
+	n.closeOnce.Do(func() {
+		close(n.shutdownCh)
+		n.wg.Wait()
+		n.transferAway()
+		err = n.closeShards()
+		if e := n.mux.Close(); err == nil {
+			err = e
+		}
+		n.log.Info("node closed")
+	})
+	return err
+}
+
+// transferAway moves leadership of every led shard with other voters to one
+// of them, all shards in parallel, waiting at most a few election timeouts.
+func (n *Node) transferAway() {
+	st := n.st.Load()
+	var wg sync.WaitGroup
+	for i, ls := range st.shards {
+		if ls == nil || !ls.s.IsLeader() || st.members == nil || len(st.members.Shards[i]) < 2 {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f := ls.s.Raft().LeadershipTransfer()
+			done := make(chan error, 1)
+			go func() { done <- f.Error() }()
+			select {
+			case err := <-done:
+				if err != nil {
+					n.log.Warn("leadership transfer on close", "shard", i, "err", err)
+				}
+			case <-time.After(5 * time.Second):
+				n.log.Warn("leadership transfer on close timed out", "shard", i)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func (n *Node) closeShards() error {
+	st := n.st.Load()
+	errs := make([]error, len(st.shards))
+	var wg sync.WaitGroup
+	for i, ls := range st.shards {
+		if ls == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Transport first: an RPC to an unresponsive peer then fails at
+			// once instead of holding Raft.Shutdown for its full timeout.
+			errs[i] = errors.Join(ls.tr.Close(), ls.s.Close())
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// shard returns the local replica of shard i, or nil.
+func (n *Node) shard(i int) *localShard {
+	st := n.st.Load()
+	if i < 0 || i >= len(st.shards) {
+		return nil
+	}
+	return st.shards[i]
+}
+
+// NumShards implements resp.Backend.
+func (n *Node) NumShards() int { return n.nShards }
+
+// ShardOfSlot implements resp.Backend.
+func (n *Node) ShardOfSlot(slot int) int { return n.slotMap.Shard(slot) }
+
+// ShardOfKey returns the shard owning key.
+func (n *Node) ShardOfKey(key []byte) int { return n.slotMap.ShardOfKey(key) }
+
+// Submit implements resp.Backend: the unit goes to the local replica of
+// shard, which fails it with *fsm.NotLeaderError unless it leads. A shard
+// not hosted here fails with *fsm.NotLeaderError naming its leader as last
+// reported by the replicas (or its preferred replica when none is known).
+func (n *Node) Submit(shard int, unit fsm.Unit) *fsm.Future {
+	if ls := n.shard(shard); ls != nil {
+		return ls.s.Submit(unit)
+	}
+	return fsm.FailedFuture(n.remoteLeader(shard))
+}
+
+// Read implements resp.Backend.
+func (n *Node) Read(ctx context.Context, shard int, stale bool, fn func(e *engine.Engine)) error {
+	ls := n.shard(shard)
+	if ls == nil {
+		return n.remoteLeader(shard)
+	}
+	if stale {
+		ls.s.StaleRead(fn)
+		return nil
+	}
+	return ls.s.Read(ctx, fn)
+}
+
+// remoteLeader is the NotLeaderError for a shard not hosted here.
+func (n *Node) remoteLeader(shard int) error {
+	st := n.st.Load()
+	if st.members == nil || shard < 0 || shard >= len(st.members.Shards) {
+		return &fsm.NotLeaderError{}
+	}
+	id := n.health.leaderOf(shard)
+	if id == "" {
+		id = st.members.Shards[shard][0]
+	}
+	m, ok := st.members.Node(id)
+	if !ok {
+		return &fsm.NotLeaderError{}
+	}
+	return &fsm.NotLeaderError{LeaderID: id, LeaderAddr: m.RESPAddr()}
+}
+
+// SetNotify implements resp.Backend.
+func (n *Node) SetNotify(f func(shard int, keys []string)) {
+	if f == nil {
+		n.notify.Store(nil)
+		return
+	}
+	n.notify.Store(&f)
+}
+
+// Topology implements resp.Backend. Leaders of local shards come from their
+// Raft state, others from the replicas' last health report.
+func (n *Node) Topology() resp.Topology {
+	st := n.st.Load()
+	t := resp.Topology{MyID: n.id, Shards: make([]resp.ShardInfo, n.nShards)}
+	if st.members == nil {
+		t.Nodes = []resp.NodeInfo{n.nodeInfo(n.self, true)}
+	} else {
+		t.Epoch = st.members.Epoch
+		for _, m := range st.members.Nodes {
+			t.Nodes = append(t.Nodes, n.nodeInfo(m, m.ID == n.id || n.health.up(m.ID)))
+		}
+	}
+	for i := range t.Shards {
+		r := n.slotMap.Range(i)
+		si := resp.ShardInfo{FirstSlot: r.First, LastSlot: r.Last}
+		if st.members != nil {
+			si.Replicas = append([]string(nil), st.members.Shards[i]...)
+		}
+		if ls := st.shards[i]; ls != nil {
+			si.Leader, _ = ls.s.Leader()
+		} else {
+			si.Leader = n.health.leaderOf(i)
+		}
+		t.Shards[i] = si
+	}
+	return t
+}
+
+func (n *Node) nodeInfo(m Member, up bool) resp.NodeInfo {
+	bus := 0
+	if _, p, err := splitHostPort(m.Bus); err == nil {
+		bus = p
+	}
+	return resp.NodeInfo{ID: m.ID, Host: m.Host, Port: m.Port, Bus: bus, Up: up}
+}
+
+// ShardStatus implements resp.Backend.
+func (n *Node) ShardStatus(shard int) (resp.ShardStatus, bool) {
+	ls := n.shard(shard)
+	if ls == nil {
+		return resp.ShardStatus{}, false
+	}
+	s := ls.s.Status()
+	return resp.ShardStatus{
+		Role: s.Role, Term: s.Term, CommitIndex: s.CommitIndex,
+		AppliedIndex: s.AppliedIndex, LastIndex: s.LastIndex, Leader: s.LeaderID,
+	}, true
+}
+
+// WaitLeaders blocks until every shard has a known leader (local Raft state
+// or health reports), or ctx ends.
+func (n *Node) WaitLeaders(ctx context.Context) error {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		ok := true
+		for _, s := range n.Topology().Shards {
+			if s.Leader == "" {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: waiting for shard leaders: %w", ctx.Err())
+		case <-t.C:
+		}
+	}
+}

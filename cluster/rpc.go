@@ -1,0 +1,215 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// The rpc group carries small request/response exchanges between nodes:
+// one JSON request line, one JSON response line, then the connection is
+// closed. Ops:
+//
+//	hello   formation: "here I am, whom do you know?"; the reply carries the
+//	        responder, the nodes it knows, its shard count and, once formed,
+//	        its Membership.
+//	status  health: the shards the responder currently leads.
+type rpcRequest struct {
+	Op    string   `json:"op"`
+	From  Member   `json:"from"`
+	Known []Member `json:"known,omitempty"`
+}
+
+type rpcResponse struct {
+	Self    Member      `json:"self"`
+	Known   []Member    `json:"known,omitempty"`
+	Shards  int         `json:"shards"`
+	Members *Membership `json:"members,omitempty"`
+	Leads   []int       `json:"leads,omitempty"`
+	Err     string      `json:"err,omitempty"`
+}
+
+// discovery is the set of nodes this node has heard of before formation.
+type discovery struct {
+	mu    sync.Mutex
+	known map[string]Member
+}
+
+func (d *discovery) merge(ms ...Member) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, m := range ms {
+		if validNodeID(m.ID) {
+			d.known[m.ID] = m
+		}
+	}
+}
+
+// list returns the known nodes sorted by ID.
+func (d *discovery) list() []Member {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]Member, 0, len(d.known))
+	for _, m := range d.known {
+		out = append(out, m)
+	}
+	slices.SortFunc(out, func(a, b Member) int {
+		if a.ID < b.ID {
+			return -1
+		} else if a.ID > b.ID {
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// startRPC serves the rpc group until the mux closes.
+func (n *Node) startRPC() {
+	n.disc = &discovery{known: map[string]Member{n.id: n.self}}
+	l := n.mux.Layer(RPCGroup)
+	n.goFunc(func() {
+		<-n.shutdownCh
+		l.Close()
+	})
+	n.goFunc(func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			n.goFunc(func() { n.serveRPC(c) })
+		}
+	})
+}
+
+func (n *Node) serveRPC(c net.Conn) {
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(n.cfg.DialTimeout))
+	var req rpcRequest
+	if err := json.NewDecoder(bufio.NewReader(c)).Decode(&req); err != nil {
+		return
+	}
+	res := rpcResponse{Self: n.self, Shards: n.nShards}
+	switch req.Op {
+	case "hello":
+		n.disc.merge(req.From)
+		n.disc.merge(req.Known...)
+		res.Known = n.disc.list()
+		n.metaMu.Lock()
+		res.Members = n.meta.Members
+		n.metaMu.Unlock()
+	case "status":
+		st := n.st.Load()
+		for i, ls := range st.shards {
+			if ls != nil && ls.s.IsLeader() {
+				res.Leads = append(res.Leads, i)
+			}
+		}
+	default:
+		res.Err = "unknown op " + strconv.Quote(req.Op)
+	}
+	_ = json.NewEncoder(c).Encode(&res)
+}
+
+// call sends one request to the node whose bus is at addr.
+func (n *Node) call(ctx context.Context, addr string, req rpcRequest) (rpcResponse, error) {
+	timeout := n.cfg.DialTimeout
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
+		timeout = max(time.Until(dl), time.Millisecond)
+	}
+	c, err := n.mux.Dial(addr, RPCGroup, timeout)
+	if err != nil {
+		return rpcResponse{}, err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(timeout))
+	if err := json.NewEncoder(c).Encode(&req); err != nil {
+		return rpcResponse{}, err
+	}
+	var res rpcResponse
+	if err := json.NewDecoder(bufio.NewReader(c)).Decode(&res); err != nil {
+		return rpcResponse{}, err
+	}
+	if res.Err != "" {
+		return res, errors.New(res.Err)
+	}
+	return res, nil
+}
+
+// form discovers the other BootstrapExpect-1 nodes through Join (and the
+// nodes they know), then returns the Membership every one of them computes
+// from the same sorted node set. If a reachable node already formed a
+// cluster that includes this node, its Membership is adopted.
+func (n *Node) form(ctx context.Context) (*Membership, error) {
+	expect := n.cfg.BootstrapExpect
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for attempt := 0; ; attempt++ {
+		addrs := slices.Clone(n.cfg.Join)
+		for _, m := range n.disc.list() {
+			addrs = append(addrs, m.Bus)
+		}
+		slices.Sort(addrs)
+		addrs = slices.Compact(addrs)
+		for _, a := range addrs {
+			if a == n.self.Bus {
+				continue
+			}
+			cctx, cancel := context.WithTimeout(ctx, time.Second)
+			res, err := n.call(cctx, a, rpcRequest{Op: "hello", From: n.self, Known: n.disc.list()})
+			cancel()
+			if err != nil {
+				if attempt%50 == 0 {
+					n.log.Info("formation: peer not reachable yet", "addr", a, "err", err)
+				}
+				continue
+			}
+			if res.Shards != n.nShards {
+				return nil, fmt.Errorf("cluster: node %s at %s has %d shards, this node %d", res.Self.ID, a, res.Shards, n.nShards)
+			}
+			if res.Members != nil {
+				if _, ok := res.Members.Node(n.id); ok {
+					if err := res.Members.check(n.nShards); err != nil {
+						return nil, fmt.Errorf("cluster: membership from %s: %w", a, err)
+					}
+					return res.Members, nil
+				}
+				return nil, fmt.Errorf("cluster: %s belongs to a formed cluster without this node (joining a running cluster is not supported)", a)
+			}
+			n.disc.merge(res.Self)
+			n.disc.merge(res.Known...)
+		}
+		known := n.disc.list()
+		switch {
+		case len(known) == expect:
+			n.log.Info("formation: node set complete", "nodes", len(known))
+			return place(known, n.nShards, n.cfg.ReplicationFactor), nil
+		case len(known) > expect:
+			return nil, fmt.Errorf("cluster: discovered %d nodes but BootstrapExpect is %d", len(known), expect)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("cluster: formation with %d of %d nodes: %w", len(known), expect, ctx.Err())
+		case <-n.shutdownCh:
+			return nil, errors.New("cluster: node closed during formation")
+		case <-tick.C:
+		}
+	}
+}
+
+func splitHostPort(a string) (string, int, error) {
+	h, p, err := net.SplitHostPort(a)
+	if err != nil {
+		return "", 0, err
+	}
+	port, err := strconv.Atoi(p)
+	return h, port, err
+}

@@ -1,0 +1,62 @@
+package cluster
+
+import (
+	"strconv"
+	"time"
+)
+
+// snapshotLoop is the node-level snapshot scheduler: every
+// SnapshotInterval it snapshots at most one local shard, the one with the
+// most applied entries since its last snapshot, if that exceeds
+// SnapshotThreshold. Shards' own raft timers are set very long (fsm
+// defaults), so snapshots never fire for all groups at once.
+func (n *Node) snapshotLoop() {
+	t := time.NewTicker(n.cfg.SnapshotInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.shutdownCh:
+			return
+		case <-t.C:
+		}
+		n.snapshotOnce()
+	}
+}
+
+// snapshotOnce snapshots the shard chosen by pickSnapshot; it returns that
+// shard (-1 if none) and the snapshot's error.
+func (n *Node) snapshotOnce() (int, error) {
+	best, lag := n.pickSnapshot()
+	if best < 0 {
+		return -1, nil
+	}
+	if err := n.shard(best).s.TakeSnapshot(); err != nil {
+		n.log.Warn("snapshot failed", "shard", best, "err", err)
+		return best, err
+	}
+	n.log.Info("snapshot taken", "shard", best, "entries", lag)
+	return best, nil
+}
+
+// pickSnapshot returns the local shard with the most applied entries since
+// its last snapshot and that count, or -1 if no shard reaches
+// SnapshotThreshold.
+func (n *Node) pickSnapshot() (int, uint64) {
+	st := n.st.Load()
+	best, bestLag := -1, uint64(0)
+	for i, ls := range st.shards {
+		if ls == nil {
+			continue
+		}
+		stats := ls.s.Raft().Stats()
+		applied, _ := strconv.ParseUint(stats["applied_index"], 10, 64)
+		snap, _ := strconv.ParseUint(stats["last_snapshot_index"], 10, 64)
+		if applied > snap && applied-snap > bestLag {
+			best, bestLag = i, applied-snap
+		}
+	}
+	if best < 0 || bestLag < n.cfg.SnapshotThreshold {
+		return -1, 0
+	}
+	return best, bestLag
+}
