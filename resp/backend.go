@@ -11,6 +11,13 @@ import (
 // (implemented by cluster.Node). Methods are called from many connection
 // goroutines at once and must be safe for that; none may block for long
 // except Read (bounded by ctx).
+//
+// Errors from Submit's future and from Read are mapped to client errors by
+// Server.mapError: *fsm.NotLeaderError (MOVED when the leader's node is in
+// Topology, else TRYAGAIN), fsm.ErrUnknownOutcome (UNKNOWN), fsm.ErrBusy
+// (TRYAGAIN), fsm.ErrShutdown, and ErrNoQuorum (CLUSTERDOWN), which a
+// backend may wrap when a shard has lost its quorum. Changes to this
+// interface are additive only.
 type Backend interface {
 	// NumShards is the cluster's shard count (fixed at creation).
 	NumShards() int
@@ -25,7 +32,8 @@ type Backend interface {
 	// must not block.
 	Read(ctx context.Context, shard int, stale bool, fn func(e *engine.Engine)) error
 	// SetNotify installs the callback invoked after every apply with the keys
-	// that may unblock readers. The callback must not block.
+	// that may unblock readers. The callback must not block. resp.New calls
+	// it once.
 	SetNotify(func(shard int, keys []string))
 	// Topology describes the cluster for CLUSTER SLOTS/SHARDS/NODES and MOVED.
 	Topology() Topology

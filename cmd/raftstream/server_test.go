@@ -228,3 +228,31 @@ func TestEnvironmentSetsFlags(t *testing.T) {
 		t.Fatalf("AUTH: %q", got)
 	}
 }
+
+// TestReplicatedConfigAndDebugReload: CONFIG SET of stream-node-* goes
+// through the log (it survives a crash), DEBUG RELOAD round-trips the data.
+func TestReplicatedConfigAndDebugReload(t *testing.T) {
+	rs := startNode(t, "")
+	c := dial(t, rs.Addr)
+	if got := do(t, c, "CONFIG", "SET", "stream-node-max-entries", "7", "stream-node-max-bytes", "2kb"); got != "+OK\r\n" {
+		t.Fatalf("CONFIG SET: %q", got)
+	}
+	for i := 1; i <= 20; i++ {
+		do(t, c, "XADD", "cfg", fmt.Sprintf("%d-1", i), "f", "v")
+	}
+	if got := do(t, c, "DEBUG", "RELOAD"); got != "+OK\r\n" {
+		t.Fatalf("DEBUG RELOAD: %q", got)
+	}
+	if got := do(t, c, "XLEN", "cfg"); got != ":20\r\n" {
+		t.Fatalf("XLEN after DEBUG RELOAD: %q", got)
+	}
+	rs.restart() // SIGKILL, then start on the same data
+	c2 := dial(t, rs.Addr)
+	want := "*4\r\n$21\r\nstream-node-max-bytes\r\n$4\r\n2048\r\n$23\r\nstream-node-max-entries\r\n$1\r\n7\r\n"
+	if got := do(t, c2, "CONFIG", "GET", "stream-node-max-*"); got != want {
+		t.Fatalf("CONFIG GET after crash: %q, want %q", got, want)
+	}
+	if got := do(t, c2, "XLEN", "cfg"); got != ":20\r\n" {
+		t.Fatalf("XLEN after crash: %q", got)
+	}
+}
