@@ -279,3 +279,69 @@ func waitStale(ctx context.Context, n *Node, shard, v int) error {
 		}
 	}
 }
+
+// TestFiveNodesRouteNonLocalShards: with 5 nodes and 3 replicas per shard,
+// a node that does not host a shard refuses with the leader's ID and RESP
+// address (learned from health polls), and following it succeeds.
+func TestFiveNodesRouteNonLocalShards(t *testing.T) {
+	tc := startCluster(t, 5, 5)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, n := range tc.nodes {
+		hosted := 0
+		for s := 0; s < 5; s++ {
+			if _, ok := n.ShardStatus(s); ok {
+				hosted++
+			}
+		}
+		if hosted != 3 {
+			t.Fatalf("node %s hosts %d shards, want 3", n.ID(), hosted)
+		}
+	}
+	checked := 0
+	for _, n := range tc.nodes {
+		for s := 0; s < 5; s++ {
+			if _, ok := n.ShardStatus(s); ok {
+				continue
+			}
+			// Not hosted here: wait until health polls name the leader.
+			var nl *fsm.NotLeaderError
+			for {
+				err := setEntries(ctx, n, s, 7)
+				if !errors.As(err, &nl) {
+					t.Fatalf("node %s shard %d: %v, want NotLeaderError", n.ID(), s, err)
+				}
+				if l := tc.byID(nl.LeaderID); l != nil {
+					if st, ok := l.ShardStatus(s); ok && st.Role == "leader" {
+						if nl.LeaderAddr != l.self.RESPAddr() {
+							t.Fatalf("LeaderAddr %q, want %q", nl.LeaderAddr, l.self.RESPAddr())
+						}
+						if err := setEntries(ctx, l, s, 7); err != nil {
+							t.Fatalf("write on named leader: %v", err)
+						}
+						break
+					}
+				}
+				if ctx.Err() != nil {
+					t.Fatalf("node %s never named shard %d's leader (last %+v)", n.ID(), s, nl)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			checked++
+		}
+	}
+	if checked != 10 {
+		t.Fatalf("checked %d non-local (node, shard) pairs, want 10", checked)
+	}
+	top := tc.nodes[0].Topology()
+	for i, s := range top.Shards {
+		if len(s.Replicas) != 3 || s.Leader == "" {
+			t.Fatalf("shard %d: %+v", i, s)
+		}
+	}
+	for _, ni := range top.Nodes {
+		if !ni.Up {
+			t.Fatalf("node %s reported down", ni.ID)
+		}
+	}
+}

@@ -116,6 +116,34 @@ func TestNodeRestartKeepsDataAndID(t *testing.T) {
 			t.Fatalf("shard %d: %v", s, err)
 		}
 	}
+	// Entries appended through Submit wake the notify callback with the
+	// stream's key and shard.
+	notified := make(chan string, 64)
+	n.SetNotify(func(shard int, keys []string) {
+		for _, k := range keys {
+			select {
+			case notified <- fmt.Sprintf("%d/%s", shard, k):
+			default:
+			}
+		}
+	})
+	sk := n.ShardOfKey([]byte("s"))
+	for i := 0; i < 3; i++ {
+		add := fsm.Unit{{[]byte("XADD"), []byte("s"), []byte(fmt.Sprintf("%d-1", i+1)), []byte("f"), []byte("v")}}
+		if rs, err := n.Submit(sk, add).Wait(ctx); err != nil || len(rs) != 1 || isErr(rs[0]) {
+			t.Fatalf("XADD: %v %v", rs, err)
+		}
+	}
+	select {
+	case got := <-notified:
+		if want := fmt.Sprintf("%d/s", sk); got != want {
+			t.Fatalf("notified %q, want %q", got, want)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("notify callback not called after XADD")
+	}
+	n.SetNotify(nil)
+
 	// A stream with a consumer group, on the shard of its key.
 	mk := fsm.Unit{{[]byte("XGROUP"), []byte("CREATE"), []byte("k"), []byte("g"), []byte("$"), []byte("MKSTREAM")}}
 	if rs, err := n.Submit(n.ShardOfKey([]byte("k")), mk).Wait(ctx); err != nil || len(rs) != 1 || isErr(rs[0]) {
@@ -148,6 +176,13 @@ func TestNodeRestartKeepsDataAndID(t *testing.T) {
 	})
 	if err != nil || groups == nil || isErr(groups) {
 		t.Fatalf("XINFO GROUPS k after restart: %v %v", groups, err)
+	}
+	var xlen engine.Reply
+	err = n2.Read(ctx, n2.ShardOfKey([]byte("s")), false, func(e *engine.Engine) {
+		xlen = e.Exec(0, [][]byte{[]byte("XLEN"), []byte("s")})
+	})
+	if err != nil || xlen != engine.Integer(3) {
+		t.Fatalf("XLEN s after restart: %#v %v", xlen, err)
 	}
 }
 
