@@ -159,6 +159,9 @@ func TestThreeNodesFormBalanceAndSurviveANodeLoss(t *testing.T) {
 		}
 	}
 
+	// The controller group holds the formed membership on every node.
+	waitControllers(t, tc, 20*time.Second)
+
 	// Leadership balances to 5–6 shards per node.
 	start := time.Now()
 	waitBalanced(t, tc, 30*time.Second)
@@ -238,6 +241,7 @@ func TestThreeNodesFormBalanceAndSurviveANodeLoss(t *testing.T) {
 		}
 	}
 	t.Logf("restarted node caught up in %v", time.Since(start))
+	waitControllers(t, tc, 20*time.Second)
 	waitBalanced(t, tc, 30*time.Second)
 	start = time.Now()
 	tc.close()
@@ -343,5 +347,32 @@ func TestFiveNodesRouteNonLocalShards(t *testing.T) {
 		if !ni.Up {
 			t.Fatalf("node %s reported down", ni.ID)
 		}
+	}
+}
+
+// waitControllers waits until every live node's controller replica holds
+// a Membership equal to the node's own.
+func waitControllers(t *testing.T, tc *testCluster, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		ok := true
+		for _, n := range tc.nodes {
+			if n == nil {
+				continue
+			}
+			got := n.ControllerMembers()
+			want := n.st.Load().members
+			if got == nil || fmt.Sprint(*got) != fmt.Sprint(*want) {
+				ok = false
+			}
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("controller replicas do not hold the formed membership")
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

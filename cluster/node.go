@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -44,7 +45,10 @@ type Node struct {
 
 	notify atomic.Pointer[func(shard int, keys []string)]
 	health *health
-	disc   *discovery
+	// ctrl is this node's controller replica (nil if not a controller
+	// voter). Set once in Start.
+	ctrl *controller
+	disc *discovery
 
 	startMu    sync.Mutex
 	started    bool
@@ -163,6 +167,15 @@ func (n *Node) Start(ctx context.Context) error {
 		n.closeShards()
 		return err
 	}
+	if slices.ContainsFunc(controllerVoters(members), func(s raft.Server) bool { return string(s.ID) == n.id }) {
+		c, err := n.openController(members)
+		if err != nil {
+			n.closeShards()
+			return fmt.Errorf("cluster: controller: %w", err)
+		}
+		n.ctrl = c
+		n.goFunc(func() { n.controllerLoop(c) })
+	}
 	n.started = true
 	n.goFunc(n.snapshotLoop)
 	n.goFunc(n.health.loop)
@@ -278,6 +291,9 @@ func (n *Node) Close() error {
 		n.wg.Wait()
 		n.transferAway()
 		err = n.closeShards()
+		if n.ctrl != nil {
+			err = errors.Join(err, n.ctrl.close())
+		}
 		if e := n.mux.Close(); err == nil {
 			err = e
 		}
@@ -308,6 +324,15 @@ func (n *Node) transferAway() {
 				}
 			case <-time.After(5 * time.Second):
 				n.log.Warn("leadership transfer on close timed out", "shard", i)
+			}
+		}()
+	}
+	if c := n.ctrl; c != nil && c.r.State() == raft.Leader && c.fsm.get() != nil && len(controllerVoters(c.fsm.get())) > 1 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := c.r.LeadershipTransfer().Error(); err != nil {
+				n.log.Warn("controller leadership transfer on close", "err", err)
 			}
 		}()
 	}

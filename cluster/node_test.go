@@ -101,6 +101,17 @@ func TestSingleNodeDefaultsToOneShard(t *testing.T) {
 	if _, ok := n.ShardStatus(1); ok {
 		t.Fatal("ShardStatus(1) reported a shard that does not exist")
 	}
+	// The single-node controller group is seeded with the membership.
+	deadline := time.Now().Add(10 * time.Second)
+	for n.ControllerMembers() == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("controller never seeded")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if m := n.ControllerMembers(); len(m.Nodes) != 1 || m.Nodes[0].ID != n.ID() || m.Epoch != 1 || top.Epoch != 1 {
+		t.Fatalf("controller membership %+v, topology epoch %d", m, top.Epoch)
+	}
 }
 
 func TestNodeRestartKeepsDataAndID(t *testing.T) {

@@ -1,0 +1,232 @@
+package cluster
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+
+	"github.com/raftstream/raftstream/fsm"
+)
+
+// The controller is a small Raft group (the "controller" group on the bus)
+// whose replicated state is the cluster's Membership. Its voters are the
+// first min(5, N) members by ID. At formation every voter bootstraps it with
+// the same configuration and its first leader proposes the formed
+// Membership; every later topology change (joins, replica moves — not built
+// yet) is a log entry here, with a higher Epoch. Nodes apply a newer
+// Membership from it to their local copy (node.json).
+//
+// Log entry: JSON {"members": Membership}. An entry whose Epoch is not
+// greater than the current one is ignored (so re-proposals are harmless).
+type controller struct {
+	r     *raft.Raft
+	tr    *raft.NetworkTransport
+	store *raftboltdb.BoltStore
+	fsm   *topoFSM
+}
+
+// maxControllerVoters bounds the controller group's size.
+const maxControllerVoters = 5
+
+// controllerVoters returns the controller's initial configuration.
+func controllerVoters(m *Membership) []raft.Server {
+	var out []raft.Server
+	for i, n := range m.Nodes {
+		if i == maxControllerVoters {
+			break
+		}
+		out = append(out, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(n.ID), Address: raft.ServerAddress(n.RESPAddr())})
+	}
+	return out
+}
+
+// topoFSM is the controller's state machine: the latest Membership.
+type topoFSM struct {
+	mu      sync.Mutex
+	members *Membership
+	// changed is signalled (non-blocking) after an apply changed members.
+	changed chan struct{}
+}
+
+type topoEntry struct {
+	Members *Membership `json:"members"`
+}
+
+// Apply implements raft.FSM.
+func (f *topoFSM) Apply(l *raft.Log) any {
+	var e topoEntry
+	if err := json.Unmarshal(l.Data, &e); err != nil || e.Members == nil {
+		// Entries are written only by this package; an undecodable one
+		// means a bug or a corrupt log: stop this replica.
+		panic(fmt.Sprintf("cluster: controller entry %d undecodable: %v", l.Index, err))
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.members != nil && e.Members.Epoch <= f.members.Epoch {
+		return false
+	}
+	f.members = e.Members
+	select {
+	case f.changed <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+func (f *topoFSM) get() *Membership {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.members
+}
+
+// Snapshot implements raft.FSM.
+func (f *topoFSM) Snapshot() (raft.FSMSnapshot, error) {
+	b, err := json.Marshal(topoEntry{Members: f.get()})
+	return topoSnapshot(b), err
+}
+
+// Restore implements raft.FSM.
+func (f *topoFSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	var e topoEntry
+	if err := json.NewDecoder(rc).Decode(&e); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.members = e.Members
+	f.mu.Unlock()
+	return nil
+}
+
+type topoSnapshot []byte
+
+func (s topoSnapshot) Persist(sink raft.SnapshotSink) error {
+	if _, err := sink.Write(s); err != nil {
+		sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+func (topoSnapshot) Release() {}
+
+// openController opens this node's controller replica under Dir/controller
+// and bootstraps it with members' voters when empty.
+func (n *Node) openController(members *Membership) (*controller, error) {
+	dir := filepath.Join(n.dir, "controller")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	log := n.log.With("group", ControllerGroup)
+	layer := announcedLayer{StreamLayer: n.mux.Layer(ControllerGroup), addr: strAddr(n.self.RESPAddr()), book: n.book}
+	tr := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		ServerAddressProvider: n.book,
+		Logger:                fsm.NewHCLogger(log, slog.LevelWarn).Named("transport"),
+		Stream:                layer,
+		MaxPool:               2,
+		Timeout:               10 * time.Second,
+	})
+	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db")})
+	if err != nil {
+		tr.Close()
+		return nil, err
+	}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, fsm.NewHCLogger(log, slog.LevelWarn))
+	if err != nil {
+		tr.Close()
+		store.Close()
+		return nil, err
+	}
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(n.id)
+	rc.Logger = fsm.NewHCLogger(log, slog.LevelWarn).Named("raft")
+	rc.SnapshotThreshold = 64
+	rc.TrailingLogs = 64
+	if n.cfg.HeartbeatTimeout > 0 {
+		rc.HeartbeatTimeout = n.cfg.HeartbeatTimeout
+	}
+	if n.cfg.ElectionTimeout > 0 {
+		rc.ElectionTimeout = n.cfg.ElectionTimeout
+	}
+	if n.cfg.LeaderLeaseTimeout > 0 {
+		rc.LeaderLeaseTimeout = n.cfg.LeaderLeaseTimeout
+	}
+	f := &topoFSM{changed: make(chan struct{}, 1)}
+	r, err := raft.NewRaft(rc, f, store, store, snaps, announcingTransport{tr})
+	if err != nil {
+		tr.Close()
+		store.Close()
+		return nil, err
+	}
+	c := &controller{r: r, tr: tr, store: store, fsm: f}
+	has, err := raft.HasExistingState(store, store, snaps)
+	if err == nil && !has {
+		err = r.BootstrapCluster(raft.Configuration{Servers: controllerVoters(members)}).Error()
+		if errors.Is(err, raft.ErrCantBootstrap) {
+			err = nil
+		}
+	}
+	if err != nil {
+		c.close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// close shuts the controller replica down: transport first (see
+// closeShards), then Raft, then the log store.
+func (c *controller) close() error {
+	return errors.Join(c.tr.Close(), c.r.Shutdown().Error(), c.store.Close())
+}
+
+// controllerLoop seeds the controller with the formed Membership when it
+// leads an empty controller, and adopts newer Memberships it applies.
+func (n *Node) controllerLoop(c *controller) {
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.shutdownCh:
+			return
+		case <-c.fsm.changed:
+		case <-t.C:
+		}
+		cur := n.st.Load().members
+		got := c.fsm.get()
+		switch {
+		case got == nil && c.r.State() == raft.Leader:
+			b, _ := json.Marshal(topoEntry{Members: cur})
+			if err := c.r.Apply(b, time.Second).Error(); err != nil {
+				n.log.Info("controller: seeding membership", "err", err)
+			}
+		case got != nil && got.Epoch > cur.Epoch:
+			if err := got.check(n.nShards); err != nil {
+				n.log.Error("controller: bad membership", "epoch", got.Epoch, "err", err)
+				continue
+			}
+			// NB: shards newly placed here are not opened yet (no
+			// rebalancing exists to produce such a change).
+			if err := n.setMembers(got); err != nil {
+				n.log.Error("controller: persisting membership", "err", err)
+			}
+		}
+	}
+}
+
+// ControllerMembers returns the Membership held by this node's controller
+// replica (nil when it hosts none or it is not seeded yet).
+func (n *Node) ControllerMembers() *Membership {
+	if c := n.ctrl; c != nil {
+		return c.fsm.get()
+	}
+	return nil
+}
