@@ -46,6 +46,11 @@ type Config struct {
 	// WriteTimeout bounds how long a client waits for a write to commit
 	// before it is told the outcome is unknown. Default 30s.
 	WriteTimeout time.Duration
+	// MaxInFlight bounds the pipelined writes submitted to one shard and
+	// not yet answered, across all connections; past it connections wait
+	// (and stop reading) instead of overflowing the shard's queue. Default
+	// 4096 (fsm's queue holds 8192).
+	MaxInFlight int
 	// Logger receives connection-level logs. Nil means discard.
 	Logger *slog.Logger
 	// Port is reported by INFO (tcp_port) and CONFIG GET port.
@@ -56,7 +61,8 @@ type Config struct {
 
 // DefaultConfig returns Redis's defaults.
 func DefaultConfig() Config {
-	return Config{ProtoMaxBulkLen: 512 << 20, WriteTimeout: 30 * time.Second, Port: 6379, Bind: "127.0.0.1"}
+	return Config{ProtoMaxBulkLen: 512 << 20, WriteTimeout: 30 * time.Second, MaxInFlight: 4096,
+		Port: 6379, Bind: "127.0.0.1"}
 }
 
 // Server is the RESP front end of a node: it owns connections and their
@@ -75,7 +81,8 @@ type Server struct {
 	clients map[int64]*client
 	conf    map[string]string // local CONFIG SET values
 
-	fwd      *forwarder // nil unless Config.Forwarding
+	fwd      *forwarder      // nil unless Config.Forwarding
+	sem      []chan struct{} // per shard: pipelined writes in flight (MaxInFlight)
 	waiters  *waiters
 	nBlocked atomic.Int64 // connections currently waiting in a blocking read
 
@@ -102,6 +109,9 @@ func New(be Backend, cfg Config) *Server {
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = d.WriteTimeout
 	}
+	if cfg.MaxInFlight <= 0 {
+		cfg.MaxInFlight = d.MaxInFlight
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -110,6 +120,10 @@ func New(be Backend, cfg Config) *Server {
 		conf: map[string]string{}, waiters: newWaiters(), drained: make(chan struct{})}
 	if cfg.Forwarding {
 		s.fwd = newForwarder(cfg.RequirePass)
+	}
+	s.sem = make([]chan struct{}, be.NumShards())
+	for i := range s.sem {
+		s.sem[i] = make(chan struct{}, cfg.MaxInFlight)
 	}
 	be.SetNotify(s.waiters.notify)
 	return s
@@ -266,6 +280,7 @@ type pending struct {
 	slot  int
 	proto int
 	argv  [][]byte
+	sem   chan struct{} // the shard's in-flight permits; one is held
 }
 
 // runPipeline executes argvs in order. Writes are submitted without waiting;
@@ -276,6 +291,9 @@ func (s *Server) runPipeline(c *client, argvs [][][]byte) {
 	flush := func() {
 		for _, p := range queue {
 			r := s.waitOne(p.fut, p.slot)
+			if p.sem != nil {
+				<-p.sem
+			}
 			if raw, ok := s.maybeForward(c, r, [][][]byte{p.argv}, false); ok {
 				c.writeRaw(raw)
 				continue
@@ -284,6 +302,7 @@ func (s *Server) runPipeline(c *client, argvs [][][]byte) {
 		}
 		queue = queue[:0]
 	}
+	defer flush()
 	for _, argv := range argvs {
 		if c.isClosed() {
 			return
@@ -303,8 +322,19 @@ func (s *Server) runPipeline(c *client, argvs [][][]byte) {
 				return
 			}
 		}
-		if p, ok := s.trySubmit(c, argv); ok {
-			queue = append(queue, p)
+		if shard, slot, ok := s.plainWrite(c, argv); ok {
+			// Backpressure: at most MaxInFlight submissions per shard wait
+			// in the shard's queue. Never block while holding permits (flush
+			// first), so connections cannot deadlock on each other.
+			sem := s.sem[shard]
+			select {
+			case sem <- struct{}{}:
+			default:
+				flush()
+				sem <- struct{}{}
+			}
+			queue = append(queue, pending{fut: s.be.Submit(shard, [][][]byte{argv}), slot: slot,
+				proto: c.proto, argv: argv, sem: sem})
 			continue
 		}
 		flush()
@@ -321,30 +351,29 @@ func (s *Server) runPipeline(c *client, argvs [][][]byte) {
 			return
 		}
 	}
-	flush()
 }
 
-// trySubmit starts a plain write (outside MULTI, no blocking, keys in one
-// shard) without waiting for it. ok is false when argv needs the general
-// path.
-func (s *Server) trySubmit(c *client, argv [][]byte) (pending, bool) {
+// plainWrite reports whether argv is a plain write (outside MULTI, not
+// blocking, keys in one shard) that can be submitted without waiting, and
+// where it goes.
+func (s *Server) plainWrite(c *client, argv [][]byte) (shard, slot int, ok bool) {
 	if c.multi != nil || !c.authed {
-		return pending{}, false
+		return 0, 0, false
 	}
 	cmd, er := lookup(argv)
 	if er != nil || cmd.Kind != KindWrite {
-		return pending{}, false
+		return 0, 0, false
 	}
 	if cmd.Flags&FlagBlocking != 0 {
 		if _, blocks := blockTimeout(argv); blocks {
-			return pending{}, false
+			return 0, 0, false
 		}
 	}
-	shard, slot, er := s.route(cmd, argv)
-	if er != nil || shard < 0 {
-		return pending{}, false
+	shard, slot, er = s.route(cmd, argv)
+	if er != nil || shard < 0 || shard >= len(s.sem) {
+		return 0, 0, false
 	}
-	return pending{fut: s.be.Submit(shard, [][][]byte{argv}), slot: slot, proto: c.proto, argv: argv}, true
+	return shard, slot, true
 }
 
 // exec runs one command through the general path and returns its reply

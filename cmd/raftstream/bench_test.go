@@ -76,3 +76,39 @@ func BenchmarkThroughput(b *testing.B) {
 		}
 	}
 }
+
+// TestDeepPipelinesNeverBusy: more pipelined writes than a shard's queue
+// holds (48 x 1000 > 8192) are throttled by the server, not rejected with
+// TRYAGAIN, and all of them apply.
+func TestDeepPipelinesNeverBusy(t *testing.T) {
+	rs := startNode(t, "")
+	const clients, depth = 48, 1000
+	var wg sync.WaitGroup
+	for i := 0; i < clients; i++ {
+		c := dial(t, rs.Addr)
+		wg.Add(1)
+		go func(c *resptest.Conn) {
+			defer wg.Done()
+			var batch []byte
+			for j := 0; j < depth; j++ {
+				batch = append(batch, resptest.EncodeCommand("XADD", "deep", "*", "f", "v")...)
+			}
+			if err := c.WriteRaw(batch); err != nil {
+				t.Error(err)
+				return
+			}
+			for j := 0; j < depth; j++ {
+				r, err := c.ReadReply()
+				if err != nil || r[0] != '$' {
+					t.Errorf("reply %d: %q %v", j, r, err)
+					return
+				}
+			}
+		}(c)
+	}
+	wg.Wait()
+	c := dial(t, rs.Addr)
+	if got, want := do(t, c, "XLEN", "deep"), fmt.Sprintf(":%d\r\n", clients*depth); got != want {
+		t.Fatalf("XLEN %q, want %q", got, want)
+	}
+}
