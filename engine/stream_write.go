@@ -135,6 +135,14 @@ func parseAddOrTrim(argv [][]byte, xadd bool) (addArgs, int, *Error) {
 			}
 			a.trim.limit, a.trim.limitGiven = v, true
 			i++
+		case isPolicy(opt):
+			// Redis 8.2 KEEPREF | DELREF | ACKED. Naming two is a
+			// syntax error.
+			if a.trim.policyGiven {
+				return a, 0, ErrSyntax
+			}
+			a.trim.policy, _ = parsePolicy(opt)
+			a.trim.policyGiven = true
 		case xadd && eqFold(opt, "NOMKSTREAM"):
 			a.noMkStream = true
 		case xadd:

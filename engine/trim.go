@@ -24,6 +24,10 @@ type trimArgs struct {
 	minID      ID
 	limit      int64 // 0 = unlimited
 	limitGiven bool
+	// policy is KEEPREF, DELREF or ACKED (trim_policy.go); policyGiven
+	// records that one was named, so a second one is a syntax error.
+	policy      refPolicy
+	policyGiven bool
 }
 
 // trim applies a to s and returns the number of entries removed. It keeps
@@ -31,6 +35,9 @@ type trimArgs struct {
 func (s *Stream) trim(a *trimArgs) int64 {
 	if a.strategy == trimNone {
 		return 0
+	}
+	if a.policy != policyKeepRef {
+		return s.trimWithRefs(a)
 	}
 	r := &s.rax
 	var deleted int64
