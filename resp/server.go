@@ -412,8 +412,9 @@ func (s *Server) exec(c *client, argv [][]byte) reply {
 		return er
 	}
 	if shard < 0 {
-		// No keys (e.g. XGROUP HELP): any shard's engine answers.
-		shard = 0
+		// No keys (XGROUP HELP, XINFO HELP): the answer does not depend on
+		// any state, so an empty engine gives it on any node.
+		return engine.New(engine.DefaultConfig()).Exec(nowMs(), argv)
 	}
 	if cmd.Flags&FlagBlocking != 0 {
 		if ms, ok := blockTimeout(argv); ok {
