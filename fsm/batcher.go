@@ -79,13 +79,13 @@ func (p *proposal) merge(applied []engine.Reply) []engine.Reply {
 
 // enqueue hands p to the batcher without blocking.
 func (s *Shard) enqueue(p *proposal) error {
-	if !s.IsLeader() {
-		return s.notLeader()
-	}
 	s.subMu.RLock()
 	defer s.subMu.RUnlock()
 	if s.closed {
 		return ErrShutdown
+	}
+	if !s.IsLeader() {
+		return s.notLeader()
 	}
 	select {
 	case s.queue <- p:

@@ -225,10 +225,10 @@ func TestBusyAndShutdown(t *testing.T) {
 		}
 	}
 	s.close(t)
-	if _, err := s.Submit(incr).Wait(context.Background()); !errors.Is(err, ErrShutdown) && !isNotLeader(err) {
+	if _, err := s.Submit(incr).Wait(context.Background()); !errors.Is(err, ErrShutdown) {
 		t.Fatalf("submit after close: %v", err)
 	}
-	if err := s.Read(context.Background(), func(*engine.Engine) {}); !errors.Is(err, ErrShutdown) && !isNotLeader(err) {
+	if err := s.Read(context.Background(), func(*engine.Engine) {}); !errors.Is(err, ErrShutdown) {
 		t.Fatalf("read after close: %v", err)
 	}
 }
@@ -282,6 +282,23 @@ func leaderOf(t *testing.T, rs []*replica) *replica {
 // acknowledged write is on the new leader; a write that failed on the old
 // leader failed as not-leader / unknown / shutdown, never as a false OK.
 func TestLeaderKill(t *testing.T) {
+	failoverUnderLoad(t, func(t *testing.T, old *replica) { old.close(t) }, true)
+}
+
+// TestLeadershipTransferUnderLoad: the same with a leader that stays up and
+// hands leadership over while writes are in flight.
+func TestLeadershipTransferUnderLoad(t *testing.T) {
+	failoverUnderLoad(t, func(t *testing.T, old *replica) {
+		if err := old.Raft().LeadershipTransfer().Error(); err != nil {
+			t.Fatalf("leadership transfer: %v", err)
+		}
+	}, false)
+}
+
+// failoverUnderLoad runs writers against the leader, applies fault to it,
+// and checks that every acknowledged write is on the new leader and that
+// failures are reported as not-leader, unknown or shutdown.
+func failoverUnderLoad(t *testing.T, fault func(*testing.T, *replica), killed bool) {
 	rs := clusterOf3(t)
 	old := leaderOf(t, rs)
 	if err := old.Read(context.Background(), func(*engine.Engine) {}); err != nil {
@@ -307,6 +324,7 @@ func TestLeaderKill(t *testing.T) {
 		mu       sync.Mutex
 		maxAcked int64
 		outcomes = map[string]int{}
+		acked    = map[string]string{} // entry ID → field of acknowledged XADDs
 	)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -321,12 +339,14 @@ func TestLeaderKill(t *testing.T) {
 				default:
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				res, err := old.Submit(incr).Wait(ctx)
+				field := fmt.Sprintf("w%d-%d", w, i)
+				res, err := old.Submit(unit(cmd("T.INCR"), cmd("XADD", "s", "*", "f", field))).Wait(ctx)
 				cancel()
 				mu.Lock()
 				switch {
 				case err == nil:
 					maxAcked = max(maxAcked, int64(res[0].(engine.Integer)))
+					acked[string(res[1].(engine.BulkString))] = field
 					outcomes["ok"]++
 				case isNotLeader(err):
 					outcomes["notleader"]++
@@ -349,13 +369,13 @@ func TestLeaderKill(t *testing.T) {
 		defer mu.Unlock()
 		return outcomes["ok"] >= 200
 	})
-	old.close(t)
+	fault(t, old)
 	close(stop)
 	wg.Wait()
 
 	var rest []*replica
 	for _, r := range rs {
-		if r != old {
+		if r != old || !killed {
 			rest = append(rest, r)
 		}
 	}
@@ -364,6 +384,30 @@ func TestLeaderKill(t *testing.T) {
 	t.Logf("outcomes %v; max acknowledged %d; new leader %s has %d", outcomes, maxAcked, nl.id, n)
 	if n < maxAcked {
 		t.Fatalf("acknowledged write %d lost: new leader has %d", maxAcked, n)
+	}
+	// Every acknowledged XADD is on the new leader, with its field, once.
+	var entries engine.Reply
+	if err := nl.Read(context.Background(), func(e *engine.Engine) { entries = e.Exec(0, cmd("XRANGE", "s", "-", "+")) }); err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]string{}
+	seenField := map[string]bool{}
+	for _, r := range entries.(engine.Array) {
+		e := r.(engine.Array)
+		id, field := string(e[0].(engine.BulkString)), string(e[1].(engine.Array)[1].(engine.BulkString))
+		if seenField[field] {
+			t.Fatalf("write %s applied twice", field)
+		}
+		seenField[field] = true
+		have[id] = field
+	}
+	for id, field := range acked {
+		if have[id] != field {
+			t.Fatalf("acknowledged XADD %s (%s) missing on the new leader (has %q)", id, field, have[id])
+		}
+	}
+	if int64(len(have)) != n {
+		t.Fatalf("stream has %d entries, counter %d: units not atomic", len(have), n)
 	}
 	// The new leader keeps serving, and the survivor converges on it.
 	next := apply(t, nl.Shard, incr)[0].(engine.Integer)
