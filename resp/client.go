@@ -2,7 +2,6 @@ package resp
 
 import (
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,10 +31,18 @@ type client struct {
 	multi    *multiState // non-nil between MULTI and EXEC/DISCARD
 	lastExec [][][]byte  // the commands of the last EXEC (for forwarding)
 
-	mu      sync.Mutex // guards name, libName, libVer, lastCmdAt
+	mu      sync.Mutex // guards name, libName, libVer and pub
 	name    string
 	libName string
 	libVer  string
+	// pub is a copy of the connection-owned fields above for CLIENT LIST
+	// and CLIENT INFO, which run on other connections' goroutines.
+	pub struct {
+		proto    int
+		readonly bool
+		multi    int
+		cmd      string
+	}
 
 	blocked   atomic.Bool
 	closedFlg atomic.Bool
@@ -62,6 +69,18 @@ func (c *client) write(r reply, proto int) {
 func (c *client) writeRaw(raw []byte) {
 	c.lastAt.Store(time.Now().UnixMilli())
 	c.rc.WriteRaw(raw)
+}
+
+// publish copies the connection-owned state that CLIENT LIST shows (own
+// goroutine, after each command).
+func (c *client) publish() {
+	multi := -1
+	if c.multi != nil {
+		multi = len(c.multi.queue)
+	}
+	c.mu.Lock()
+	c.pub.proto, c.pub.readonly, c.pub.multi, c.pub.cmd = c.proto, c.readonly, multi, c.lastCmdName
+	c.mu.Unlock()
 }
 
 func (c *client) markClosed()    { c.closedFlg.Store(true) }
@@ -91,26 +110,27 @@ func (c *client) getName() string {
 // infoLine is the CLIENT LIST / CLIENT INFO line, in Redis's field order.
 func (c *client) infoLine() string {
 	c.mu.Lock()
-	name, lib, ver := c.name, c.libName, c.libVer
+	name, lib, ver, pub := c.name, c.libName, c.libVer, c.pub
 	c.mu.Unlock()
 	now := time.Now()
-	flags := "N"
+	flags := ""
 	if c.blocked.Load() {
-		flags = "b"
+		flags += "b"
 	}
-	if c.readonly {
-		flags = strings.TrimPrefix(flags+"r", "N")
+	if pub.readonly {
+		flags += "r"
 	}
-	multi := -1
-	if c.multi != nil {
-		multi = len(c.multi.queue)
-		flags = strings.TrimPrefix(flags+"x", "N")
+	if pub.multi >= 0 {
+		flags += "x"
 	}
-	cmd := c.lastCmdName
+	if flags == "" {
+		flags = "N"
+	}
+	cmd := pub.cmd
 	if cmd == "" {
 		cmd = "NULL"
 	}
 	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=%d name=%s age=%d idle=%d flags=%s db=0 sub=0 psub=0 ssub=0 multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=-1 resp=%d lib-name=%s lib-ver=%s",
 		c.id, c.addr, c.laddr, c.id+7, name, int(now.Sub(c.created).Seconds()),
-		(now.UnixMilli()-c.lastAt.Load())/1000, flags, multi, cmd, c.proto, lib, ver)
+		(now.UnixMilli()-c.lastAt.Load())/1000, flags, pub.multi, cmd, pub.proto, lib, ver)
 }

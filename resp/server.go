@@ -322,7 +322,8 @@ func (s *Server) runPipeline(c *client, argvs [][][]byte) {
 				return
 			}
 		}
-		if shard, slot, ok := s.plainWrite(c, argv); ok {
+		if shard, slot, name, ok := s.plainWrite(c, argv); ok {
+			c.lastCmdName = name
 			// Backpressure: at most MaxInFlight submissions per shard wait
 			// in the shard's queue. Never block while holding permits (flush
 			// first), so connections cannot deadlock on each other.
@@ -339,6 +340,7 @@ func (s *Server) runPipeline(c *client, argvs [][][]byte) {
 		}
 		flush()
 		r := s.exec(c, argv)
+		c.publish()
 		if r != nil {
 			if raw, ok := s.maybeForward(c, r, s.forwardUnit(c, argv), isBlocking(argv)); ok {
 				c.writeRaw(raw)
@@ -356,24 +358,24 @@ func (s *Server) runPipeline(c *client, argvs [][][]byte) {
 // plainWrite reports whether argv is a plain write (outside MULTI, not
 // blocking, keys in one shard) that can be submitted without waiting, and
 // where it goes.
-func (s *Server) plainWrite(c *client, argv [][]byte) (shard, slot int, ok bool) {
+func (s *Server) plainWrite(c *client, argv [][]byte) (shard, slot int, name string, ok bool) {
 	if c.multi != nil || !c.authed {
-		return 0, 0, false
+		return 0, 0, "", false
 	}
 	cmd, er := lookup(argv)
 	if er != nil || cmd.Kind != KindWrite {
-		return 0, 0, false
+		return 0, 0, "", false
 	}
 	if cmd.Flags&FlagBlocking != 0 {
 		if _, blocks := blockTimeout(argv); blocks {
-			return 0, 0, false
+			return 0, 0, "", false
 		}
 	}
 	shard, slot, er = s.route(cmd, argv)
 	if er != nil || shard < 0 || shard >= len(s.sem) {
-		return 0, 0, false
+		return 0, 0, "", false
 	}
-	return shard, slot, true
+	return shard, slot, cmd.Name, true
 }
 
 // exec runs one command through the general path and returns its reply
@@ -396,6 +398,7 @@ func (s *Server) exec(c *client, argv [][]byte) reply {
 		return er
 	}
 	c.lastCmdName = cmd.Name
+	c.publish()
 	switch cmd.Name {
 	case "multi":
 		return s.cmdMulti(c)

@@ -348,3 +348,31 @@ func TestGlobMatch(t *testing.T) {
 		}
 	}
 }
+
+// TestClientListWhileOthersRun: CLIENT LIST reads other connections' state
+// while they change it (run with -race).
+func TestClientListWhileOthersRun(t *testing.T) {
+	addr := startServer(t, newFakeBackend(1), DefaultConfig())
+	var wg sync.WaitGroup
+	for i := 0; i < 4; i++ {
+		c := dial(t, addr)
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			for n := 0; n < 50; n++ {
+				c.Do("HELLO", fmt.Sprint(2+n%2))
+				c.Do("MULTI")
+				c.Do("XADD", fmt.Sprint("k", i), "*", "f", "v")
+				c.Do("EXEC")
+				c.Do("CLIENT", "SETNAME", fmt.Sprint("c", n))
+			}
+		}(i)
+	}
+	l := dial(t, addr)
+	for n := 0; n < 50; n++ {
+		if got := do(t, l, "CLIENT", "LIST"); !strings.Contains(got, "cmd=client|list") {
+			t.Fatalf("CLIENT LIST: %q", got)
+		}
+	}
+	wg.Wait()
+}

@@ -180,6 +180,8 @@ func init() {
 	// Redis 8.x additions.
 	add(&Command{Name: "xackdel", Arity: -6, Flags: fWF, First: 1, Last: 1, Categories: "@write @stream @fast", Kind: KindWrite, Group: "stream", Since: "8.2.0", Summary: "Acknowledges and deletes one or multiple messages for a stream consumer group."})
 	add(&Command{Name: "xdelex", Arity: -5, Flags: fWF, First: 1, Last: 1, Categories: "@write @stream @fast", Kind: KindWrite, Group: "stream", Since: "8.2.0", Summary: "Deletes one or multiple entries from the stream."})
+	add(&Command{Name: "xnack", Arity: -7, Flags: fWF, First: 1, Last: 1, Categories: "@write @stream @fast", Kind: KindWrite, Group: "stream", Since: "8.8.0", Summary: "Releases pending messages back to the group's PEL without acknowledging them, making them available for re-delivery."})
+	add(&Command{Name: "xcfgset", Arity: -2, Flags: fWF, First: 1, Last: 1, Categories: "@write @stream @fast", Kind: KindWrite, Group: "stream", Since: "8.6.0", Summary: "Sets the IDMP configuration parameters for a stream."})
 
 	xgroup := add(&Command{Name: "xgroup", Arity: -2, Categories: "@slow", Group: "stream", Since: "5.0.0", Summary: "A container for consumer groups commands."})
 	sub(xgroup,
