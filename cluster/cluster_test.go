@@ -26,10 +26,22 @@ func startCluster(t *testing.T, size, shards int) *testCluster {
 	t.Helper()
 	tc := &testCluster{t: t}
 	var join []string
+	used := map[int]bool{}
+	// FreePort releases the port, so two calls may return the same one:
+	// keep every node's RESP and bus ports distinct.
+	port := func() int {
+		for {
+			if p := resptest.FreePort(t); !used[p] {
+				used[p] = true
+				return p
+			}
+		}
+	}
 	for i := 0; i < size; i++ {
 		c := testConfig(t, t.TempDir())
+		c.AnnouncePort = port()
 		c.Shards = shards
-		c.BindAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(resptest.FreePort(t)))
+		c.BindAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port()))
 		c.AdvertiseBus = ""
 		c.BootstrapExpect = size
 		c.NodeName = fmt.Sprintf("n%d", i)

@@ -90,6 +90,16 @@ func (m *Membership) check(shards int) error {
 	if len(m.Shards) != shards {
 		return fmt.Errorf("membership has %d shards, want %d", len(m.Shards), shards)
 	}
+	resp, bus := map[string]string{}, map[string]string{}
+	for _, n := range m.Nodes {
+		if other, dup := resp[n.RESPAddr()]; dup {
+			return fmt.Errorf("nodes %s and %s announce the same RESP address %s", other, n.ID, n.RESPAddr())
+		}
+		if other, dup := bus[n.Bus]; dup {
+			return fmt.Errorf("nodes %s and %s advertise the same bus address %s", other, n.ID, n.Bus)
+		}
+		resp[n.RESPAddr()], bus[n.Bus] = n.ID, n.ID
+	}
 	for i, rs := range m.Shards {
 		if len(rs) == 0 {
 			return fmt.Errorf("shard %d has no replicas", i)

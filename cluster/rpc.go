@@ -191,7 +191,11 @@ func (n *Node) form(ctx context.Context) (*Membership, error) {
 		switch {
 		case len(known) == expect:
 			n.log.Info("formation: node set complete", "nodes", len(known))
-			return place(known, n.nShards, n.cfg.ReplicationFactor), nil
+			m := place(known, n.nShards, n.cfg.ReplicationFactor)
+			if err := m.check(n.nShards); err != nil {
+				return nil, fmt.Errorf("cluster: formation: %w", err)
+			}
+			return m, nil
 		case len(known) > expect:
 			return nil, fmt.Errorf("cluster: discovered %d nodes but BootstrapExpect is %d", len(known), expect)
 		}
