@@ -233,10 +233,13 @@ type xreadgroupArgs struct {
 	block           int64 // -1 without BLOCK; else the absolute deadline (ms), 0 = forever
 	noack           bool
 	keys, ids       [][]byte
+	// claim is CLAIM's min-idle-time (Redis 8.4, xreadgroup_claim.go);
+	// -1 without CLAIM.
+	claim int64
 }
 
 func xreadgroupSyntax(now int64, argv [][]byte) (xreadgroupArgs, *Error) {
-	a := xreadgroupArgs{block: -1}
+	a := xreadgroupArgs{block: -1, claim: -1}
 	if len(argv) < 7 {
 		return a, WrongArity("xreadgroup")
 	}
@@ -284,6 +287,13 @@ func xreadgroupSyntax(now int64, argv [][]byte) (xreadgroupArgs, *Error) {
 			i += 2
 		case eqFold(o, "NOACK"):
 			a.noack = true
+		case eqFold(o, "CLAIM") && more > 0:
+			i++
+			v, err := parseClaimIdle(argv[i])
+			if err != nil {
+				return a, err
+			}
+			a.claim = v
 		default:
 			return a, ErrSyntax
 		}
@@ -355,7 +365,21 @@ func cmdXReadGroup(e *Engine, now int64, argv [][]byte) Reply {
 		}
 		c, _ := g.lookupOrCreateConsumer(a.consumer, now)
 		c.SeenTime = now
+		var claimed Array
+		count := a.count
+		if t.newOnly && a.claim >= 0 {
+			claimed = e.claimIdle(a.keys[i], s, g, c, a.claim, count, now)
+			if count > 0 {
+				count -= int64(len(claimed))
+				if count == 0 {
+					serve = false
+				}
+			}
+		}
 		if !serve {
+			if len(claimed) > 0 {
+				out = append(out, BulkString(bytes.Clone(a.keys[i])), claimed)
+			}
 			continue
 		}
 		start, _ := gt.Incr()
@@ -363,7 +387,10 @@ func cmdXReadGroup(e *Engine, now int64, argv [][]byte) Reply {
 		if history {
 			entries = readConsumerHistory(s, c, start, a.count, now)
 		} else {
-			entries = deliverNew(s, g, c, start, a.count, a.noack, now)
+			entries = deliverNew(s, g, c, start, count, a.noack, now)
+		}
+		if len(claimed) > 0 {
+			entries = append(claimed, entries...)
 		}
 		out = append(out, BulkString(bytes.Clone(a.keys[i])), entries)
 	}
