@@ -18,7 +18,7 @@ import (
 
 // testConfig is a fast single-node config in dir with the bus on a free
 // loopback port.
-func testConfig(t *testing.T, dir string) Config {
+func testConfig(t testing.TB, dir string) Config {
 	t.Helper()
 	c := DefaultConfig()
 	c.Dir = dir
