@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/raftstream/raftstream/engine"
 )
 
@@ -177,7 +179,7 @@ func (s *Shard) propose(batch []*proposal) {
 				p.fut.complete(nil, err)
 			}
 		})
-		err := af.Error()
+		err := s.awaitApply(af)
 		timer.Stop()
 		<-s.inflight
 		if err != nil {
@@ -203,6 +205,25 @@ func (s *Shard) propose(batch []*proposal) {
 			k++
 		}
 	}()
+}
+
+// awaitApply waits for af, or for raft to have shut down without answering
+// it (hashicorp/raft can drop a future that was accepted but not yet
+// dispatched; the helper goroutine then stays blocked, once per such entry).
+func (s *Shard) awaitApply(af raft.ApplyFuture) error {
+	done := make(chan error, 1)
+	go func() { done <- af.Error() }()
+	select {
+	case err := <-done:
+		return err
+	case <-s.raftDown:
+		select {
+		case err := <-done:
+			return err
+		default:
+			return raft.ErrRaftShutdown
+		}
+	}
 }
 
 // Read runs fn against the engine, linearizably: only on the leader, and

@@ -155,9 +155,10 @@ func (c *Config) raftConfig(logger *slog.Logger) *raft.Config {
 	rc.TrailingLogs = c.TrailingLogs
 	rc.SnapshotThreshold = c.SnapshotThreshold
 	rc.SnapshotInterval = c.SnapshotInterval
-	// Let raft coalesce our (already batched) entries into one disk write
-	// when several are in flight.
-	rc.BatchApplyCh = true
+	// NB: BatchApplyCh stays off. With it, a future still buffered in raft's
+	// apply channel when raft shuts down is never answered. The leader loop
+	// still coalesces entries that are ready together into one disk write.
+	rc.BatchApplyCh = false
 	rc.LogLevel = "INFO"
 	if logger != nil {
 		rc.Logger = NewHCLogger(logger, c.RaftLogLevel).Named("raft")

@@ -35,6 +35,9 @@ type Shard struct {
 	inflight   chan struct{}
 	shutdownCh chan struct{}
 	loopDone   chan struct{}
+	// raftDown is closed once raft.Shutdown has completed: a future still
+	// unanswered then never will be (outcome unknown).
+	raftDown chan struct{}
 	waiters    sync.WaitGroup
 
 	closeOnce sync.Once
@@ -85,6 +88,7 @@ func Open(cfg Config) (*Shard, error) {
 		inflight:   make(chan struct{}, cfg.MaxInFlight),
 		shutdownCh: make(chan struct{}),
 		loopDone:   make(chan struct{}),
+		raftDown:   make(chan struct{}),
 	}
 	go s.run()
 	return s, nil
@@ -127,6 +131,7 @@ func (s *Shard) Close() error {
 		s.subMu.Unlock()
 		<-s.loopDone
 		err := s.raft.Shutdown().Error()
+		close(s.raftDown)
 		s.waiters.Wait()
 		s.closeErr = errors.Join(err, s.store.Close())
 	})
