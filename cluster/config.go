@@ -90,10 +90,9 @@ type Config struct {
 	// (entries are batches, so raft's 10240 is far too many).
 	TrailingLogs uint64
 
-	// BalanceInterval is how often this node checks whether it leads more
-	// than its fair share of shards and, if so, transfers one leadership to
-	// a replica that leads fewer. 0 means the default (5s); negative
-	// disables balancing.
+	// BalanceInterval is how often this node hands one shard it leads but
+	// does not prefer to the shard's preferred replica (see balance.go).
+	// 0 means the default (2s); negative disables balancing.
 	BalanceInterval time.Duration
 
 	// DialTimeout bounds cluster-bus dials and the preamble read of an
@@ -113,7 +112,7 @@ func DefaultConfig() Config {
 		SnapshotInterval:  10 * time.Second,
 		SnapshotThreshold: 8192,
 		TrailingLogs:      1024,
-		BalanceInterval:   5 * time.Second,
+		BalanceInterval:   2 * time.Second,
 		DialTimeout:       5 * time.Second,
 	}
 }
@@ -185,7 +184,7 @@ func (c *Config) Validate() error {
 		c.TrailingLogs = 1024
 	}
 	if c.BalanceInterval == 0 {
-		c.BalanceInterval = 5 * time.Second
+		c.BalanceInterval = 2 * time.Second
 	}
 	if c.DialTimeout <= 0 {
 		c.DialTimeout = 5 * time.Second
