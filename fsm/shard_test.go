@@ -422,3 +422,31 @@ func failoverUnderLoad(t *testing.T, fault func(*testing.T, *replica), killed bo
 		})
 	}
 }
+
+// TestReadNeedsQuorum: a leader cut off from its followers must not serve a
+// linearizable read (its fence cannot commit), while StaleRead still works.
+func TestReadNeedsQuorum(t *testing.T) {
+	rs := clusterOf3(t)
+	l := leaderOf(t, rs)
+	apply(t, l.Shard, incr)
+	for _, r := range rs {
+		if r != l {
+			r.close(t)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	called := false
+	err := l.Read(ctx, func(*engine.Engine) { called = true })
+	if err == nil || called {
+		t.Fatalf("read without a quorum: err %v, fn called %v", err, called)
+	}
+	if !isNotLeader(err) && !errors.Is(err, ErrUnknownOutcome) && !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("read without a quorum: unexpected error %v", err)
+	}
+	var n int
+	l.StaleRead(func(e *engine.Engine) { n = e.Config().NodeMaxEntries })
+	if n != 1 {
+		t.Fatalf("stale read %d, want 1", n)
+	}
+}
