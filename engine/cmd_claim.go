@@ -115,6 +115,9 @@ func cmdXClaim(e *Engine, now int64, argv [][]byte) Reply {
 		if nk.Consumer != nil && minIdle != 0 && now-nk.DeliveryTime < minIdle {
 			continue
 		}
+		if retry < 0 && !justid && e.deadLetter(argv[1], s, g, nk, fields, now) {
+			continue
+		}
 		if nk.Consumer != c {
 			if nk.Consumer != nil {
 				nk.Consumer.PEL.Delete(id)
@@ -229,6 +232,11 @@ func cmdXAutoClaim(e *Engine, now int64, argv [][]byte) Reply {
 			continue
 		}
 		if a.minIdle != 0 && now-nk.DeliveryTime < a.minIdle {
+			continue
+		}
+		if !a.justid && e.deadLetter(argv[1], s, g, nk, fields, now) {
+			cu = g.PEL.Seek(nk.ID)
+			count--
 			continue
 		}
 		if nk.Consumer != c {

@@ -92,6 +92,7 @@ type xgroupArgs struct {
 // (negative: at least).
 var xgroupSubArity = map[string]int{
 	"CREATE": -5, "SETID": -5, "DESTROY": 4, "CREATECONSUMER": 5, "DELCONSUMER": 5, "HELP": 2,
+	"SETDLQ": -5, // raftstream extension (deadletter.go)
 }
 
 func checkSubArity(argv [][]byte, table map[string]int) (string, *Error) {
@@ -116,6 +117,10 @@ func xgroupSyntax(argv [][]byte) (xgroupArgs, *Error) {
 		return a, err
 	}
 	a.sub = sub
+	if sub == "SETDLQ" {
+		_, _, err := setdlqSyntax(argv)
+		return a, err
+	}
 	if len(argv) >= 4 {
 		create, setid := sub == "CREATE", sub == "SETID"
 		for i := 5; i < len(argv); {
@@ -159,7 +164,7 @@ func cmdXGroup(e *Engine, now int64, argv [][]byte) Reply {
 					"Note that for CREATE you may want to use the MKSTREAM option to create an empty stream automatically.")
 			}
 			g = s.lookupGroup(argv[3])
-			if g == nil && (a.sub == "SETID" || a.sub == "CREATECONSUMER" || a.sub == "DELCONSUMER") {
+			if g == nil && (a.sub == "SETID" || a.sub == "CREATECONSUMER" || a.sub == "DELCONSUMER" || a.sub == "SETDLQ") {
 				return noGroupForKeyErr(argv[3], argv[2])
 			}
 		}
@@ -209,6 +214,8 @@ func cmdXGroup(e *Engine, now int64, argv [][]byte) Reply {
 		// the NOGROUP error.
 		e.signal(string(argv[2]))
 		return Integer(1)
+	case a.sub == "SETDLQ":
+		return xgroupSetDLQ(g, argv)
 	case a.sub == "CREATECONSUMER" && n == 5:
 		if g.createConsumer(argv[4], now) != nil {
 			return Integer(1)
@@ -385,7 +392,7 @@ func cmdXReadGroup(e *Engine, now int64, argv [][]byte) Reply {
 		start, _ := gt.Incr()
 		var entries Array
 		if history {
-			entries = readConsumerHistory(s, c, start, a.count, now)
+			entries = e.readConsumerHistory(a.keys[i], s, g, c, start, a.count, now)
 		} else {
 			entries = deliverNew(s, g, c, start, count, a.noack, now)
 		}
@@ -438,7 +445,7 @@ func deliverNew(s *Stream, g *Group, c *Consumer, start ID, count int64, noack b
 // readConsumerHistory is streamReplyWithRangeFromConsumerPEL: the consumer's
 // own pending entries from start on; entries deleted from the stream show
 // as [id, nil]. Each re-delivered entry gets a new delivery time and count.
-func readConsumerHistory(s *Stream, c *Consumer, start ID, count int64, now int64) Array {
+func (e *Engine) readConsumerHistory(key []byte, s *Stream, g *Group, c *Consumer, start ID, count int64, now int64) Array {
 	out := Array{}
 	cu := c.PEL.Seek(start)
 	for count == 0 || int64(len(out)) < count {
@@ -447,6 +454,10 @@ func readConsumerHistory(s *Stream, c *Consumer, start ID, count int64, now int6
 			break
 		}
 		if fields, ok := s.Lookup(nk.ID); ok {
+			if e.deadLetter(key, s, g, nk, fields, now) {
+				cu = c.PEL.Seek(nk.ID)
+				continue
+			}
 			out = append(out, entryReply(nk.ID, fields))
 			nk.DeliveryTime = now
 			nk.DeliveryCount++

@@ -14,10 +14,19 @@ type Config struct {
 	// NodeMaxEntries is stream-node-max-entries: a node is sealed when it
 	// holds this many entries. 0 means no limit.
 	NodeMaxEntries int
+	// IdmpDuration is stream-idmp-duration: how many seconds a stream
+	// remembers an idempotency ID (idmp.go), 1..86400; 0 means 100.
+	IdmpDuration int
+	// IdmpMaxSize is stream-idmp-maxsize: how many idempotency IDs a
+	// stream remembers per producer, 1..10000; 0 means 100.
+	IdmpMaxSize int
 }
 
-// DefaultConfig returns Redis's defaults (4096 bytes, 100 entries).
-func DefaultConfig() Config { return Config{NodeMaxBytes: 4096, NodeMaxEntries: 100} }
+// DefaultConfig returns Redis's defaults (4096 bytes, 100 entries, IDMP 100
+// seconds and 100 IDs).
+func DefaultConfig() Config {
+	return Config{NodeMaxBytes: 4096, NodeMaxEntries: 100, IdmpDuration: idmpDefaultDuration, IdmpMaxSize: idmpDefaultMaxSize}
+}
 
 // Engine is one shard's keyspace. It is a plain data structure: not safe for
 // concurrent use, no I/O, no clock (time is the now argument of Exec), no

@@ -30,6 +30,10 @@ type Group struct {
 	// Consumers are sorted by name (Redis iterates its consumers rax in
 	// lexicographic order).
 	Consumers []*Consumer
+	// DLQMax and DLQKey are the group's dead-letter setting (deadletter.go,
+	// not a Redis feature): 0 = off.
+	DLQMax uint64
+	DLQKey string
 }
 
 // entriesReadInvalid is Redis's SCG_INVALID_ENTRIES_READ.

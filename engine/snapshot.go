@@ -20,10 +20,11 @@ import (
 // graph of small objects). The view may then be written by another
 // goroutine while the engine keeps applying commands.
 //
-// Encoding (version 1), all integers uvarint unless noted:
+// Encoding (version 2), all integers uvarint unless noted:
 //
 //	magic "RSNP" | version
-//	config: node-max-bytes, node-max-entries
+//	config: node-max-bytes, node-max-entries,
+//	        idmp-duration, idmp-maxsize (version 2)
 //	key count, then per key in byte order:
 //	  key length, key bytes, kind (1 byte: 1 string, 2 stream)
 //	  string: length, bytes
@@ -31,15 +32,18 @@ import (
 //	          entries-added, node count, then per node:
 //	            master (ms, seq), last (ms, seq), listpack length, listpack
 //	          consumer groups (group_codec.go)
+//	          stream extensions (version 2, stream_ext_codec.go):
+//	            IDMP state and dead-letter settings
 //	crc32 (Castagnoli) of all preceding bytes, 4 bytes little endian
 //
 // Node boundaries and listpack bytes are preserved, so a restored stream
 // trims, splits and reports radix-tree keys exactly as the original, and
-// equal engine state always encodes to equal bytes.
+// equal engine state always encodes to equal bytes. Restore also reads
+// version 1 (no IDMP configuration, no stream extensions).
 
 const (
 	snapMagic   = "RSNP"
-	snapVersion = 1
+	snapVersion = 2
 )
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
@@ -64,6 +68,7 @@ type streamSnap struct {
 	meta   Stream // metadata only (rax and Groups unset)
 	nodes  []node
 	groups []byte
+	ext    []byte // stream_ext_codec.go
 }
 
 // Snapshot returns a point-in-time view of the engine. Its cost is
@@ -76,7 +81,8 @@ func (e *Engine) Snapshot() *Snapshot {
 		sk := snapKey{key: k, v: Value{Kind: v.Kind, Str: v.Str}}
 		if v.Kind == KindStream {
 			s := v.Stream
-			st := &streamSnap{nodes: slices.Clone(s.rax.nodes), groups: s.appendGroupsSnapshot(nil)}
+			st := &streamSnap{nodes: slices.Clone(s.rax.nodes), groups: s.appendGroupsSnapshot(nil),
+				ext: s.appendExtSnapshot(nil)}
 			st.meta = Stream{Length: s.Length, LastID: s.LastID, FirstID: s.FirstID,
 				MaxDeletedID: s.MaxDeletedID, EntriesAdded: s.EntriesAdded}
 			s.rax.gen++
@@ -106,6 +112,8 @@ func (sn *Snapshot) WriteTo(w io.Writer) (int64, error) {
 	buf = binary.AppendUvarint(buf, snapVersion)
 	buf = binary.AppendUvarint(buf, uint64(sn.cfg.NodeMaxBytes))
 	buf = binary.AppendUvarint(buf, uint64(sn.cfg.NodeMaxEntries))
+	buf = binary.AppendUvarint(buf, uint64(sn.cfg.IdmpDuration))
+	buf = binary.AppendUvarint(buf, uint64(sn.cfg.IdmpMaxSize))
 	buf = binary.AppendUvarint(buf, uint64(len(sn.keys)))
 	for _, k := range sn.keys {
 		buf = binary.AppendUvarint(buf, uint64(len(k.key)))
@@ -137,6 +145,7 @@ func (sn *Snapshot) WriteTo(w io.Writer) (int64, error) {
 			}
 		}
 		buf = append(buf, k.st.groups...)
+		buf = append(buf, k.st.ext...)
 		if err := flush(false); err != nil {
 			return total, err
 		}
@@ -157,8 +166,9 @@ func appendSnapID(b []byte, id ID) []byte {
 
 // snapDecoder reads a snapshot body; the first error sticks.
 type snapDecoder struct {
-	b   []byte
-	err error
+	b       []byte
+	err     error
+	version uint64
 }
 
 func (d *snapDecoder) fail(what string) {
@@ -213,10 +223,15 @@ func Restore(r io.Reader) (*Engine, error) {
 		return nil, fmt.Errorf("%w: checksum mismatch", ErrBadSnapshot)
 	}
 	d := &snapDecoder{b: body[len(snapMagic):]}
-	if v := d.uvarint("version"); d.err == nil && v != snapVersion {
+	v := d.uvarint("version")
+	if d.err == nil && v != 1 && v != snapVersion {
 		return nil, fmt.Errorf("%w: version %d", ErrBadSnapshot, v)
 	}
+	d.version = v
 	cfg := Config{NodeMaxBytes: int(d.uvarint("config")), NodeMaxEntries: int(d.uvarint("config"))}
+	if v >= 2 {
+		cfg.IdmpDuration, cfg.IdmpMaxSize = int(d.uvarint("config")), int(d.uvarint("config"))
+	}
 	e := New(cfg)
 	nk := d.uvarint("key count")
 	prev := ""
@@ -299,6 +314,11 @@ func (d *snapDecoder) stream() (*Stream, error) {
 	rest, err := s.loadGroupsSnapshot(d.b)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadSnapshot, err)
+	}
+	if d.version >= 2 {
+		if rest, err = s.loadExtSnapshot(rest); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrBadSnapshot, err)
+		}
 	}
 	d.b = rest
 	return s, nil

@@ -160,9 +160,10 @@ func TestSnapshotCorrupt(t *testing.T) {
 
 var updateGolden = flag.Bool("update", false, "rewrite testdata golden files")
 
-// TestSnapshotGolden pins the snapshot encoding: a format change must bump
-// snapVersion and regenerate testdata/snapshot_v1.hex with -update.
-func TestSnapshotGolden(t *testing.T) {
+// goldenSnapEngine builds the golden snapshot state. The version 1 state
+// (v2 false) is strings and one stream; version 2 adds a group with a
+// dead-letter setting and IDMP history.
+func goldenSnapEngine(v2 bool) *Engine {
 	e := New(Config{NodeMaxBytes: 4096, NodeMaxEntries: 3})
 	execS(e, 1, "SET", "str", "hello")
 	execS(e, 1, "SET", "n", "-42")
@@ -172,8 +173,25 @@ func TestSnapshotGolden(t *testing.T) {
 	execS(e, 1, "XADD", "s", "8-0", "other", "field")
 	execS(e, 1, "XDEL", "s", "2-2", "8-0")
 	execS(e, 1, "XTRIM", "s", "MAXLEN", "5")
+	if v2 {
+		e.cfg.IdmpDuration, e.cfg.IdmpMaxSize = 60, 50
+		execS(e, 10, "XGROUP", "CREATE", "{s}", "g", "0", "MKSTREAM")
+		execS(e, 10, "XGROUP", "SETDLQ", "{s}", "g", "3", "{s}:dlq")
+		execS(e, 11, "XADD", "{s}", "IDMP", "p1", "a", "*", "f", "1")
+		execS(e, 12, "XADD", "{s}", "IDMP", "p1", "a", "*", "f", "1")
+		execS(e, 13, "XADD", "{s}", "IDMPAUTO", "p0", "*", "f", "2", "g", "3")
+		execS(e, 14, "XCFGSET", "s", "IDMP-MAXSIZE", "7")
+	}
+	return e
+}
+
+// TestSnapshotGolden pins the snapshot encoding: a format change must bump
+// snapVersion, keep older versions decodable (TestSnapshotV1Decodes) and
+// regenerate testdata/snapshot_v2.hex with -update.
+func TestSnapshotGolden(t *testing.T) {
+	e := goldenSnapEngine(true)
 	got := hex.EncodeToString(snapBytes(t, e)) + "\n"
-	path := filepath.Join("testdata", "snapshot_v1.hex")
+	path := filepath.Join("testdata", "snapshot_v2.hex")
 	if *updateGolden {
 		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
 			t.Fatal(err)
@@ -191,7 +209,33 @@ func TestSnapshotGolden(t *testing.T) {
 	if err != nil {
 		t.Fatalf("golden does not restore: %v", err)
 	}
+	for _, cmd := range [][]string{{"XRANGE", "s", "-", "+"}, {"XINFO", "STREAM", "s"}, {"XINFO", "STREAM", "{s}"}} {
+		if r := replyText(execS(e2, 20, cmd...)); r != replyText(execS(e, 20, cmd...)) {
+			t.Fatalf("restored golden %v: %s", cmd, r)
+		}
+	}
+	if !bytes.Equal(snapBytes(t, e2), b) {
+		t.Fatal("restored golden re-encodes differently")
+	}
+}
+
+// TestSnapshotV1Decodes keeps version 1 snapshots (before IDMP and
+// dead-letter settings) readable.
+func TestSnapshotV1Decodes(t *testing.T) {
+	want, err := os.ReadFile(filepath.Join("testdata", "snapshot_v1.hex"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := hex.DecodeString(string(want[:len(want)-1]))
+	e2, err := Restore(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("v1 golden does not restore: %v", err)
+	}
+	e := goldenSnapEngine(false)
 	if r := replyText(execS(e2, 1, "XRANGE", "s", "-", "+")); r != replyText(execS(e, 1, "XRANGE", "s", "-", "+")) {
-		t.Fatalf("restored golden XRANGE %s", r)
+		t.Fatalf("restored v1 XRANGE %s", r)
+	}
+	if !bytes.Equal(snapBytes(t, e2), snapBytes(t, e)) {
+		t.Fatal("v1 restore differs from the state it was taken from")
 	}
 }

@@ -18,6 +18,10 @@ type Stream struct {
 	// lexicographic order).
 	Groups []*Group
 
+	// idmp is the idempotent-producer memory (idmp.go); nil until the
+	// stream sees IDMP, IDMPAUTO or XCFGSET.
+	idmp *idmpState
+
 	rax rax
 }
 

@@ -83,6 +83,10 @@ type addArgs struct {
 	seqGiven   bool
 	id         ID
 	fields     [][]byte
+	// IDMP pid iid / IDMPAUTO pid (idmp.go); idmpIID is nil for IDMPAUTO.
+	idmpGiven bool
+	idmpPID   []byte
+	idmpIID   []byte
 }
 
 // parseAddOrTrim is streamParseAddOrTrimArgsOrReply: it returns the parsed
@@ -143,6 +147,18 @@ func parseAddOrTrim(argv [][]byte, xadd bool) (addArgs, int, *Error) {
 			}
 			a.trim.policy, _ = parsePolicy(opt)
 			a.trim.policyGiven = true
+		case xadd && eqFold(opt, "IDMP") && more > 2:
+			if a.idmpGiven {
+				return a, 0, ErrSyntax
+			}
+			a.idmpGiven, a.idmpPID, a.idmpIID = true, argv[i+1], argv[i+2]
+			i += 2
+		case xadd && eqFold(opt, "IDMPAUTO") && more > 1:
+			if a.idmpGiven {
+				return a, 0, ErrSyntax
+			}
+			a.idmpGiven, a.idmpPID = true, argv[i+1]
+			i++
 		case xadd && eqFold(opt, "NOMKSTREAM"):
 			a.noMkStream = true
 		case xadd:
@@ -208,6 +224,9 @@ func xaddSyntax(argv [][]byte) (addArgs, *Error) {
 	if a.idGiven && a.seqGiven && a.id.IsZero() {
 		return a, ErrXAddIDZero
 	}
+	if a.idmpGiven && a.idGiven {
+		return a, errIdmpExplicitID
+	}
 	a.fields = argv[fp:]
 	return a, nil
 }
@@ -229,6 +248,22 @@ func cmdXAdd(e *Engine, now int64, argv [][]byte) Reply {
 	}
 	if s != nil && s.LastID == MaxID {
 		return errStreamExhausted
+	}
+	var pid, iid string
+	if a.idmpGiven {
+		pid = string(a.idmpPID)
+		if a.idmpIID != nil {
+			iid = string(a.idmpIID)
+		} else {
+			iid = idmpAutoIID(a.fields)
+		}
+		if s != nil && s.idmp != nil {
+			s.idmp.expire(now, e.cfg)
+			if id, ok := s.idmp.lookup(pid, iid); ok {
+				s.idmp.dups++
+				return BulkString(id.Append(make([]byte, 0, 24)))
+			}
+		}
 	}
 	last := ID{}
 	if s != nil {
@@ -265,6 +300,12 @@ func cmdXAdd(e *Engine, now int64, argv [][]byte) Reply {
 		e.keys[key] = &Value{Kind: KindStream, Stream: s}
 	}
 	s.appendEntry(e.cfg, id, a.fields)
+	if a.idmpGiven {
+		if s.idmp == nil {
+			s.idmp = &idmpState{}
+		}
+		s.idmp.record(pid, iid, id, now, e.cfg)
+	}
 	s.Length++
 	s.EntriesAdded++
 	s.LastID = id

@@ -79,7 +79,7 @@ func cmdXInfo(e *Engine, now int64, argv [][]byte) Reply {
 		}
 		return out
 	case sub == "STREAM":
-		return xinfoStream(s, argv)
+		return xinfoStream(s, argv, e.cfg)
 	}
 	return subcommandSyntaxError(argv)
 }
@@ -99,7 +99,7 @@ func lagReply(s *Stream, g *Group) Reply {
 }
 
 // xinfoStream is xinfoReplyWithStreamInfo.
-func xinfoStream(s *Stream, argv [][]byte) Reply {
+func xinfoStream(s *Stream, argv [][]byte, cfg Config) Reply {
 	opts := argv[3:]
 	full := len(opts) > 0
 	count := int64(10)
@@ -133,6 +133,7 @@ func xinfoStream(s *Stream, argv [][]byte) Reply {
 		Bulk("entries-added"), Integer(int64(s.EntriesAdded)),
 		Bulk("recorded-first-entry-id"), idBulk(s.FirstID),
 	}
+	m = append(m, s.idmpXInfo(cfg)...)
 	if !full {
 		m = append(m, Bulk("groups"), Integer(len(s.Groups)))
 		var first, last Reply = NullBulk{}, NullBulk{}
