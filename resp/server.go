@@ -136,7 +136,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.rs = redcon.NewServer(ln.Addr().String(), s.serveRESP, s.accept, s.closed)
 	rs := s.rs
 	s.mu.Unlock()
-	return rs.Serve(&drainListener{Listener: ln, drained: s.drained})
+	return rs.Serve(&drainListener{Listener: guardListener{Listener: ln, maxBulk: s.cfg.ProtoMaxBulkLen}, drained: s.drained})
 }
 
 // Shutdown stops accepting connections, lets command batches in flight
@@ -271,8 +271,8 @@ func (s *Server) serveRESP(rc redcon.Conn, first redcon.Command) {
 	s.runPipeline(c, argvs)
 }
 
-// maxArgs is Redis's limit on a command's argument count (1024*1024).
-const maxArgs = 1024 * 1024
+// maxArgs is Redis's limit on a multibulk count (INT_MAX).
+const maxArgs = 1<<31 - 1
 
 // pending is a reply not yet known: a submitted write.
 type pending struct {

@@ -160,7 +160,8 @@ func parseCursor(s string) uint64 {
 func TestMalformedProtocol(t *testing.T) {
 	rs := startNode(t, "")
 	redisAddr := resptest.StartRedis(t)
-	for _, raw := range []string{"*1\r\n$x\r\n", "*a\r\n", "*1\r\n+PING\r\n"} {
+	for _, raw := range []string{"*1\r\n$x\r\n", "*a\r\n", "*1\r\n+PING\r\n",
+		"*1\r\n$4\r\nPING\r\n*1\r\n$600000000\r\n", "*2147483648\r\n", "*1\r\n$-2\r\n"} {
 		var got [2]string
 		for i, addr := range []string{rs.Addr, redisAddr} {
 			c := dial(t, addr)
@@ -169,6 +170,10 @@ func TestMalformedProtocol(t *testing.T) {
 			}
 			c.SetDeadline(time.Now().Add(3 * time.Second))
 			r, _ := c.ReadReply()
+			if string(r) == "+PONG\r\n" {
+				r2, _ := c.ReadReply()
+				r = append(r, r2...)
+			}
 			got[i] = string(r)
 			// The server closes the connection after a protocol error.
 			if _, err := c.ReadReply(); err == nil {
@@ -177,6 +182,22 @@ func TestMalformedProtocol(t *testing.T) {
 		}
 		if got[0] != got[1] {
 			t.Errorf("%q: raftstream %q, redis %q", raw, got[0], got[1])
+		}
+	}
+}
+
+// TestEmptyMultibulkIgnored: Redis skips "*0" and "*-1" frames.
+func TestEmptyMultibulkIgnored(t *testing.T) {
+	rs := startNode(t, "")
+	redisAddr := resptest.StartRedis(t)
+	for _, addr := range []string{rs.Addr, redisAddr} {
+		c := dial(t, addr)
+		if err := c.WriteRaw([]byte("*0\r\n*-1\r\n*1\r\n$4\r\nPING\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(3 * time.Second))
+		if r, err := c.ReadReply(); err != nil || string(r) != "+PONG\r\n" {
+			t.Errorf("%s: %q %v", addr, r, err)
 		}
 	}
 }
