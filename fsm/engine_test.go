@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -144,4 +145,45 @@ func TestReplicasConverge(t *testing.T) {
 			t.Fatalf("%s: config %+v", r.id, cfg)
 		}
 	}
+}
+
+// TestConcurrentReads: linearizable and stale reads run engine read commands
+// concurrently with each other and with applies (the FSM read lock is
+// shared); -race checks that the engine's read paths tolerate that.
+func TestConcurrentReads(t *testing.T) {
+	s := singleVoter(t, nil)
+	fillStream(t, s.Shard, 50)
+	reads := [][][]byte{
+		cmd("XRANGE", "s", "-", "+", "COUNT", "10"),
+		cmd("XREVRANGE", "s", "+", "-", "COUNT", "10"),
+		cmd("XLEN", "s"),
+		cmd("XREAD", "COUNT", "5", "STREAMS", "s", "0"),
+		cmd("XINFO", "STREAM", "s"),
+		cmd("XPENDING", "s", "g"),
+	}
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 30; i++ {
+				fn := func(e *engine.Engine) {
+					for _, c := range reads {
+						if r, ok := e.Exec(0, c).(*engine.Error); ok {
+							t.Errorf("%q: %v", c, r)
+						}
+					}
+				}
+				if g%2 == 0 {
+					s.StaleRead(fn)
+				} else if err := s.Read(context.Background(), fn); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	for i := 0; i < 30; i++ {
+		apply(t, s.Shard, unit(cmd("XADD", "s", "*", "k", "v")))
+	}
+	wg.Wait()
 }

@@ -34,6 +34,14 @@ func TestSubmitAppliesAndReplies(t *testing.T) {
 	if n := counter(t, s.Shard); n != 3 {
 		t.Fatalf("counter %d, want 3", n)
 	}
+	st := s.Status()
+	if st.Role != "leader" || st.LeaderID != "n1" || st.LeaderAddr != string(s.addr) || st.Term == 0 ||
+		st.AppliedIndex != st.LastIndex || st.CommitIndex != st.LastIndex {
+		t.Fatalf("status %+v", st)
+	}
+	if id, addr, err := s.WaitForLeader(context.Background()); err != nil || id != "n1" || addr != string(s.addr) {
+		t.Fatalf("WaitForLeader = %q %q %v", id, addr, err)
+	}
 }
 
 func TestSubmitValidationSkipsRejectedCommands(t *testing.T) {
