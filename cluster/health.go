@@ -13,18 +13,26 @@ import (
 type health struct {
 	n  *Node
 	mu sync.Mutex
-	// upSince is when a member last started answering (zero: down).
+	// upSince is when a member last started answering; absent: down.
 	upSince map[string]time.Time
+	// fails counts a member's consecutive unanswered polls; it is marked
+	// down after downAfter of them, so one slow poll on a loaded machine
+	// does not flap it.
+	fails map[string]int
 	// leader[shard] is the node ID that last reported leading it.
 	leader map[int]string
 }
 
 func newHealth(n *Node) *health {
-	return &health{n: n, upSince: make(map[string]time.Time), leader: make(map[int]string)}
+	return &health{n: n, upSince: make(map[string]time.Time), fails: make(map[string]int), leader: make(map[int]string)}
 }
 
-// pollInterval is how often members are polled.
-const pollInterval = 500 * time.Millisecond
+// pollInterval is how often members are polled; a member is down after
+// downAfter consecutive unanswered polls.
+const (
+	pollInterval = 500 * time.Millisecond
+	downAfter    = 3
+)
 
 func (h *health) loop() {
 	t := time.NewTicker(pollInterval)
@@ -75,6 +83,10 @@ func (h *health) poll() {
 	defer h.mu.Unlock()
 	for _, r := range results {
 		if !r.ok {
+			if h.fails[r.id]++; h.fails[r.id] < downAfter {
+				continue
+			}
+			h.fails[r.id] = downAfter // keep the miss counted, bounded
 			delete(h.upSince, r.id)
 			for s, id := range h.leader {
 				if id == r.id {
@@ -83,9 +95,10 @@ func (h *health) poll() {
 			}
 			continue
 		}
-		if _, ok := h.upSince[r.id]; !ok {
-			h.upSince[r.id] = now
+		if _, ok := h.upSince[r.id]; !ok || h.fails[r.id] > 0 {
+			h.upSince[r.id] = now // a miss restarts the balancer's hysteresis
 		}
+		h.fails[r.id] = 0
 		for s, id := range h.leader {
 			if id == r.id {
 				delete(h.leader, s)
@@ -105,12 +118,13 @@ func (h *health) up(id string) bool {
 	return ok
 }
 
-// upFor reports how long member id has been answering (0 if down).
+// upFor reports how long member id has been answering without a miss (0
+// if down or its last poll went unanswered): the balancer's hysteresis.
 func (h *health) upFor(id string) time.Duration {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	t, ok := h.upSince[id]
-	if !ok {
+	if !ok || h.fails[id] > 0 {
 		return 0
 	}
 	return time.Since(t)

@@ -6,10 +6,10 @@ import (
 )
 
 // snapshotLoop is the node-level snapshot scheduler: every
-// SnapshotInterval it snapshots at most one local shard, the one with the
-// most applied entries since its last snapshot, if that exceeds
-// SnapshotThreshold. Shards' own raft timers are set very long (fsm
-// defaults), so snapshots never fire for all groups at once.
+// SnapshotInterval it snapshots, one after another, the local shards with
+// more than SnapshotThreshold applied entries since their last snapshot,
+// most behind first. Shards' own raft timers are set very long (fsm
+// defaults), so snapshots never run for many groups at once.
 func (n *Node) snapshotLoop() {
 	t := time.NewTicker(n.cfg.SnapshotInterval)
 	defer t.Stop()
@@ -19,7 +19,16 @@ func (n *Node) snapshotLoop() {
 			return
 		case <-t.C:
 		}
-		n.snapshotOnce()
+		for range n.nShards {
+			if s, err := n.snapshotOnce(); s < 0 || err != nil {
+				break
+			}
+			select {
+			case <-n.shutdownCh:
+				return
+			default:
+			}
+		}
 	}
 }
 
