@@ -56,29 +56,35 @@ func (h *health) poll() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), pollInterval)
 	defer cancel()
-	type result struct {
-		id    string
-		ok    bool
-		leads []int
-	}
 	var peers []Member
 	for _, m := range st.members.Nodes {
 		if m.ID != h.n.id {
 			peers = append(peers, m)
 		}
 	}
-	ch := make(chan result, len(peers))
+	ch := make(chan pollResult, len(peers))
 	for _, m := range peers {
 		go func() {
 			res, err := h.n.call(ctx, m.Bus, rpcRequest{Op: "status", From: h.n.self})
-			ch <- result{id: m.ID, ok: err == nil, leads: res.Leads}
+			ch <- pollResult{id: m.ID, ok: err == nil, leads: res.Leads}
 		}()
 	}
-	results := make([]result, 0, len(peers))
+	results := make([]pollResult, 0, len(peers))
 	for range peers {
 		results = append(results, <-ch)
 	}
-	now := time.Now()
+	h.record(results, time.Now())
+}
+
+// pollResult is one member's answer to a status poll.
+type pollResult struct {
+	id    string
+	ok    bool
+	leads []int
+}
+
+// record folds one round of poll results observed at now into the state.
+func (h *health) record(results []pollResult, now time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, r := range results {
