@@ -190,6 +190,7 @@ func init() {
 		&Command{Name: "delconsumer", Arity: 5, Flags: FlagWrite, First: 2, Last: 2, Categories: "@write @stream @slow", Kind: KindWrite, Group: "stream", Since: "5.0.0", Summary: "Deletes a consumer from a consumer group."},
 		&Command{Name: "destroy", Arity: 4, Flags: FlagWrite, First: 2, Last: 2, Categories: "@write @stream @slow", Kind: KindWrite, Group: "stream", Since: "5.0.0", Summary: "Destroys a consumer group."},
 		&Command{Name: "setid", Arity: -5, Flags: FlagWrite, First: 2, Last: 2, Categories: "@write @stream @slow", Kind: KindWrite, Group: "stream", Since: "5.0.0", Summary: "Sets the last-delivered ID of a consumer group."},
+		&Command{Name: "setdlq", Arity: -5, Flags: FlagWrite, First: 2, Last: 2, Categories: "@write @stream @slow", Kind: KindWrite, Group: "stream", Since: "raftstream", Summary: "Sets or clears a consumer group's dead-letter stream (raftstream extension, not Redis)."},
 		&Command{Name: "help", Arity: 2, Flags: fHelp, Categories: "@stream @slow", Kind: KindRead, Group: "stream", Since: "5.0.0", Summary: "Returns helpful text about the different subcommands."},
 	)
 	xinfo := add(&Command{Name: "xinfo", Arity: -2, Categories: "@slow", Group: "stream", Since: "5.0.0", Summary: "A container for stream introspection commands."})
