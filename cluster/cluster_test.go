@@ -17,12 +17,12 @@ import (
 // testCluster is n in-process nodes on loopback formed with
 // BootstrapExpect n.
 type testCluster struct {
-	t     *testing.T
+	t     testing.TB
 	cfgs  []Config
 	nodes []*Node // nil once closed
 }
 
-func startCluster(t *testing.T, size, shards int) *testCluster {
+func startCluster(t testing.TB, size, shards int) *testCluster {
 	t.Helper()
 	tc := &testCluster{t: t}
 	var join []string
