@@ -24,4 +24,13 @@
 // does, so XTRIM ~, XINFO radix-tree-keys/-nodes and MEMORY USAGE agree with
 // redis-server; the differential tests (difftest_test.go) compare replies
 // byte for byte against a real redis-server.
+//
+// Redis 8.x features, each in its own file and tested in redis8_*_test.go
+// against the documentation (the installed redis-server is 7.0):
+// KEEPREF/DELREF/ACKED policies on XADD/XTRIM and XDELEX/XACKDEL
+// (trim_policy.go, xdelex.go, 8.2); XREADGROUP ... CLAIM
+// (xreadgroup_claim.go, 8.4); idempotent producers IDMP/IDMPAUTO and
+// XCFGSET (idmp.go, 8.6); XNACK (xnack.go, 8.8). Dead-letter streams
+// (XGROUP SETDLQ, deadletter.go) are a raftstream extension, not Redis.
+// Without the new options, replies are those of Redis 7.
 package engine
