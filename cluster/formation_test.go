@@ -101,3 +101,36 @@ func TestFormationTimesOut(t *testing.T) {
 		t.Fatal("membership recorded without formation")
 	}
 }
+
+// TestCloseDuringFormation: Close while Start waits for peers makes Start
+// fail promptly, and a closed node cannot be started.
+func TestCloseDuringFormation(t *testing.T) {
+	c := testConfig(t, t.TempDir())
+	c.BootstrapExpect = 2
+	c.Join = []string{net.JoinHostPort("127.0.0.1", strconv.Itoa(resptest.FreePort(t)))}
+	n, err := Open(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := make(chan error, 1)
+	go func() { res <- n.Start(context.Background()) }()
+	time.Sleep(200 * time.Millisecond)
+	done := make(chan struct{})
+	go func() { n.Close(); close(done) }()
+	select {
+	case err := <-res:
+		if err == nil {
+			t.Fatal("Start succeeded without peers")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Start did not return after Close")
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not return")
+	}
+	if err := n.Start(context.Background()); err == nil {
+		t.Fatal("Start after Close succeeded")
+	}
+}

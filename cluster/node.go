@@ -146,6 +146,11 @@ func (n *Node) Start(ctx context.Context) error {
 	if n.started {
 		return errors.New("cluster: node already started")
 	}
+	select {
+	case <-n.shutdownCh:
+		return errors.New("cluster: node is closed")
+	default:
+	}
 	n.metaMu.Lock()
 	members := n.meta.Members
 	n.metaMu.Unlock()
@@ -288,6 +293,10 @@ func (n *Node) Close() error {
 	var err error
 	n.closeOnce.Do(func() {
 		close(n.shutdownCh)
+		// A concurrent Start sees shutdownCh (formation returns) and
+		// releases startMu; after that no shard or controller is opened.
+		n.startMu.Lock()
+		defer n.startMu.Unlock()
 		n.wg.Wait()
 		n.transferAway()
 		err = n.closeShards()
