@@ -34,9 +34,14 @@ func TestSubmitAppliesAndReplies(t *testing.T) {
 	if n := counter(t, s.Shard); n != 3 {
 		t.Fatalf("counter %d, want 3", n)
 	}
+	// raft publishes the applied index asynchronously: wait for it.
+	waitFor(t, 5*time.Second, "applied index to catch up", func() bool {
+		st := s.Status()
+		return st.AppliedIndex == st.LastIndex
+	})
 	st := s.Status()
 	if st.Role != "leader" || st.LeaderID != "n1" || st.LeaderAddr != string(s.addr) || st.Term == 0 ||
-		st.AppliedIndex != st.LastIndex || st.CommitIndex != st.LastIndex {
+		st.CommitIndex != st.LastIndex || st.LastIndex < 4 {
 		t.Fatalf("status %+v", st)
 	}
 	if id, addr, err := s.WaitForLeader(context.Background()); err != nil || id != "n1" || addr != string(s.addr) {
@@ -260,7 +265,11 @@ func clusterOf3(t *testing.T) []*replica {
 	t.Helper()
 	rs := make([]*replica, 3)
 	for i := range rs {
-		rs[i] = openReplica(t, t.TempDir(), raft.ServerID("n"+strconv.Itoa(i+1)), "127.0.0.1:0", nil)
+		// raft's default timeouts: the race detector on a shared 2-core
+		// machine can stall a leader past shorter leases.
+		rs[i] = openReplica(t, t.TempDir(), raft.ServerID("n"+strconv.Itoa(i+1)), "127.0.0.1:0", func(c *Config) {
+			c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = time.Second, time.Second, 500*time.Millisecond
+		})
 	}
 	servers := []raft.Server{rs[0].server(), rs[1].server(), rs[2].server()}
 	for _, r := range rs {
