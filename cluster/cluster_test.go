@@ -388,3 +388,39 @@ func waitControllers(t *testing.T, tc *testCluster, d time.Duration) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestThreeNodesFailoverWithoutHandOff: a node stops without handing its
+// leaderships over (as in a crash); the other two elect new leaders and
+// every shard takes writes again.
+func TestThreeNodesFailoverWithoutHandOff(t *testing.T) {
+	tc := startCluster(t, 3, 8)
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	for s := 0; s < 8; s++ {
+		if err := tc.submitFollowing(ctx, s, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	victim := tc.nodes[0].Topology().Shards[0].Leader
+	led := 0
+	for i, n := range tc.nodes {
+		if n.ID() == victim {
+			for s := 0; s < 8; s++ {
+				if st, _ := n.ShardStatus(s); st.Role == "leader" {
+					led++
+				}
+			}
+			if err := n.close(false); err != nil {
+				t.Fatal(err)
+			}
+			tc.nodes[i] = nil
+		}
+	}
+	start := time.Now()
+	for s := 0; s < 8; s++ {
+		if err := tc.submitFollowing(ctx, s, 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("victim led %d of 8 shards; all shards writable again after %v", led, time.Since(start))
+}

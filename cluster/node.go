@@ -289,7 +289,11 @@ func (n *Node) goFunc(f func()) {
 // Close stops the background loops, hands leadership of the shards this
 // node leads to another voter where one exists (bounded wait), closes the
 // shards, their transports, and the cluster bus. Idempotent.
-func (n *Node) Close() error {
+func (n *Node) Close() error { return n.close(true) }
+
+// close is Close; with transfer false it skips the leadership hand-off, so
+// peers see what a crash looks like (tests).
+func (n *Node) close(transfer bool) error {
 	var err error
 	n.closeOnce.Do(func() {
 		close(n.shutdownCh)
@@ -298,7 +302,9 @@ func (n *Node) Close() error {
 		n.startMu.Lock()
 		defer n.startMu.Unlock()
 		n.wg.Wait()
-		n.transferAway()
+		if transfer {
+			n.transferAway()
+		}
 		err = n.closeShards()
 		if n.ctrl != nil {
 			err = errors.Join(err, n.ctrl.close())
