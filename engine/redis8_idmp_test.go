@@ -171,3 +171,29 @@ func TestRedis8Determinism(t *testing.T) {
 		t.Fatalf("no IDMP state: %s", got)
 	}
 }
+
+// BenchmarkXAddIdmp measures XADD with IDMP (a new iid each time, so every
+// call records and evicts) and IDMPAUTO against plain XADD *.
+func BenchmarkXAddIdmp(b *testing.B) {
+	for _, mode := range []string{"plain", "IDMP", "IDMPAUTO"} {
+		b.Run(mode, func(b *testing.B) {
+			e := New(DefaultConfig())
+			argv := [][]byte{[]byte("XADD"), []byte("s"), nil, nil, nil, []byte("*"), []byte("customer"), nil, []byte("amount"), []byte("100")}
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				n := []byte(fmt.Sprint(i))
+				a := argv
+				switch mode {
+				case "plain":
+					a = append([][]byte{argv[0], argv[1]}, argv[5:]...)
+				case "IDMP":
+					a[2], a[3], a[4] = []byte("IDMP"), []byte("p"), n
+				case "IDMPAUTO":
+					a = append([][]byte{argv[0], argv[1], []byte("IDMPAUTO"), []byte("p")}, argv[5:]...)
+				}
+				a[len(a)-3] = n
+				e.Exec(int64(i), a)
+			}
+		})
+	}
+}
