@@ -100,15 +100,22 @@ func TestDebugReloadKeepsState(t *testing.T) {
 
 func TestNotifyAfterApply(t *testing.T) {
 	got := make(chan []string, 16)
+	var sh *Shard
+	ready := make(chan struct{})
 	s := singleVoter(t, func(c *Config) {
 		c.ShardID = 7
 		c.Notify = func(shard int, keys []string) {
 			if shard != 7 {
 				t.Errorf("notify shard %d", shard)
 			}
+			<-ready
+			// The FSM lock is not held here: a read does not deadlock.
+			sh.StaleRead(func(*engine.Engine) {})
 			got <- keys
 		}
 	})
+	sh = s.Shard
+	close(ready)
 	apply(t, s.Shard, unit(cmd("XADD", "b", "*", "f", "v"), cmd("XADD", "a", "*", "f", "v"), cmd("XADD", "b", "*", "f", "v")))
 	select {
 	case keys := <-got:
