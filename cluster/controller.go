@@ -130,7 +130,7 @@ func (n *Node) openController(members *Membership) (*controller, error) {
 	layer := announcedLayer{StreamLayer: n.mux.Layer(ControllerGroup), addr: strAddr(n.self.RESPAddr()), book: n.book}
 	tr := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		ServerAddressProvider: n.book,
-		Logger:                fsm.NewHCLogger(log, slog.LevelWarn).Named("transport"),
+		Logger:                shutdownQuiet{fsm.NewHCLogger(log, slog.LevelWarn).Named("transport")},
 		Stream:                layer,
 		MaxPool:               2,
 		Timeout:               10 * time.Second,

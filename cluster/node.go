@@ -236,7 +236,7 @@ func (n *Node) openShard(i int) (*localShard, error) {
 	log := n.log.With("shard", i)
 	tr := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		ServerAddressProvider: n.book,
-		Logger:                fsm.NewHCLogger(log, slog.LevelWarn).Named("transport"),
+		Logger:                shutdownQuiet{fsm.NewHCLogger(log, slog.LevelWarn).Named("transport")},
 		Stream:                layer,
 		MaxPool:               3,
 		Timeout:               10 * time.Second,
