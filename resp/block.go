@@ -170,6 +170,9 @@ func (s *Server) blockingRead(c *client, cmd *Command, shard, slot int, argv [][
 		keys[i] = string(argv[k])
 	}
 	w := &waiter{c: c, wake: make(chan struct{}, 1)}
+	if s.waiters.isClosed() {
+		return nil // shutting down
+	}
 	s.waiters.add(w, shard, keys)
 	defer s.waiters.remove(w, shard, keys)
 

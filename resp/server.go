@@ -152,6 +152,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	rs := s.rs
 	s.mu.Unlock()
+	// Blocked reads would wait forever: wake them first (they end without a
+	// reply; their connections are closed below).
+	s.waiters.closeAll()
 	done := make(chan struct{})
 	go func() { s.inflight.Wait(); close(done) }()
 	var err error
@@ -160,7 +163,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
-	s.waiters.closeAll()
 	if s.fwd != nil {
 		s.fwd.close()
 	}

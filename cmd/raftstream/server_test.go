@@ -232,6 +232,20 @@ func TestSIGTERMFinishesAndRestarts(t *testing.T) {
 		t.Fatalf("SIGTERM: %v", err)
 	}
 	rs.start()
+	// A client blocked forever does not hold up a clean shutdown.
+	b := dial(t, rs.Addr)
+	if err := b.Send("XREAD", "BLOCK", "0", "STREAMS", "term", "$"); err != nil {
+		t.Fatal(err)
+	}
+	waitBlocked(t, rs.Addr, 1)
+	start := time.Now()
+	if err := rs.stop(); err != nil {
+		t.Fatalf("SIGTERM with a blocked client: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("shutdown with a blocked client took %v", d)
+	}
+	rs.start()
 	c2 := dial(t, rs.Addr)
 	if got := do(t, c2, "XLEN", "term"); got != ":1\r\n" {
 		t.Fatalf("XLEN after restart: %q", got)
