@@ -113,6 +113,11 @@ func Open(cfg Config) (*Node, error) {
 	n.health = newHealth(n)
 	n.book.add(n.self)
 	if m.Members != nil {
+		if err := n.refreshSelf(); err != nil {
+			mux.Close()
+			return nil, err
+		}
+		m = n.meta
 		for _, mb := range m.Members.Nodes {
 			if mb.ID != n.id {
 				n.book.add(mb)
@@ -123,6 +128,35 @@ func Open(cfg Config) (*Node, error) {
 	n.startRPC()
 	log.Info("node opened", "id", m.ID, "shards", m.Shards, "bus", n.self.Bus, "created", created)
 	return n, nil
+}
+
+// refreshSelf records this node's current announce and bus addresses in its
+// persisted Membership if they changed since it was written (a restart with
+// another --port, say), so Topology announces where the node is now.
+// NB: other nodes keep the old addresses until membership changes are
+// replicated through the controller.
+func (n *Node) refreshSelf() error {
+	n.metaMu.Lock()
+	defer n.metaMu.Unlock()
+	old := n.meta.Members
+	i := slices.IndexFunc(old.Nodes, func(m Member) bool { return m.ID == n.id })
+	if i < 0 || old.Nodes[i] == n.self {
+		return nil
+	}
+	n.log.Info("announce address changed", "was", old.Nodes[i].RESPAddr(), "now", n.self.RESPAddr(), "bus", n.self.Bus)
+	nm := *old
+	nm.Nodes = slices.Clone(old.Nodes)
+	nm.Nodes[i] = n.self
+	if err := nm.check(n.nShards); err != nil {
+		return fmt.Errorf("cluster: new addresses: %w", err)
+	}
+	m := n.meta
+	m.Members = &nm
+	if err := saveMeta(n.dir, m); err != nil {
+		return err
+	}
+	n.meta = m
+	return nil
 }
 
 // ID is this node's 40-hex ID.

@@ -164,14 +164,17 @@ func TestNodeRestartKeepsDataAndID(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cfg2 := testConfig(t, dir)
-	n2 := startNode(t, cfg2) // Shards 0: whatever was persisted
+	cfg2 := testConfig(t, dir) // another RESP port and bus port
+	n2 := startNode(t, cfg2)   // Shards 0: whatever was persisted
 	defer n2.Close()
 	if n2.ID() != id {
 		t.Fatalf("node ID changed across restart: %s → %s", id, n2.ID())
 	}
 	if n2.NumShards() != 4 {
 		t.Fatalf("NumShards after restart = %d", n2.NumShards())
+	}
+	if top := n2.Topology(); top.Nodes[0].Port != cfg2.AnnouncePort {
+		t.Fatalf("topology announces port %d after restart on %d", top.Nodes[0].Port, cfg2.AnnouncePort)
 	}
 	for s := 0; s < 4; s++ {
 		for _, stale := range []bool{false, true} {
