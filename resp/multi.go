@@ -44,13 +44,13 @@ func (s *Server) multiQueue(c *client, argv [][]byte) (reply, bool) {
 	}
 	m := c.multi
 	cmd, er := lookup(argv)
-	if !c.authed && (er != nil || cmd.Flags&FlagNoAuth == 0) {
-		m.dirty = true
-		return errNoAuth, true
-	}
 	if er != nil {
 		m.dirty = true
 		return er, true
+	}
+	if !c.authed && cmd.Flags&FlagNoAuth == 0 {
+		m.dirty = true
+		return errNoAuth, true
 	}
 	if cmd.Kind == KindWrite || cmd.Kind == KindRead {
 		shard, slot, er := s.route(cmd, argv)

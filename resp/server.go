@@ -390,14 +390,16 @@ func (s *Server) exec(c *client, argv [][]byte) reply {
 		}
 	}
 	cmd, er := lookup(argv)
-	if !c.authed && (er != nil || cmd.Flags&FlagNoAuth == 0) {
-		if er == nil && c.multi != nil {
-			c.multi.dirty = true
-		}
-		return errNoAuth
-	}
 	if er != nil {
 		return er
+	}
+	if !c.authed && cmd.Flags&FlagNoAuth == 0 {
+		if cmd.Name == "exec" {
+			// Redis rejects EXEC as a whole (execCommandAbort).
+			c.multi = nil
+			return errorf("EXECABORT Transaction discarded because of: %s", errNoAuth.Msg)
+		}
+		return errNoAuth
 	}
 	c.lastCmdName = cmd.Name
 	c.publish()

@@ -206,6 +206,10 @@ func TestAuthRequirePass(t *testing.T) {
 	runDiff(t, rs.Addr, redis, script(
 		"PING",
 		"XADD a 1-1 f v",
+		"FOO a",
+		"XADD a",
+		"MULTI",
+		"EXEC",
 		"HELLO 3",
 		"AUTH wrong",
 		"AUTH default wrong",
