@@ -121,8 +121,11 @@ func cmdAuth(s *Server, c *client, argv [][]byte) reply {
 
 func cmdSelect(s *Server, c *client, argv [][]byte) reply {
 	n, ok := intArg(argv[1])
-	if !ok || n < -(1<<31) || n > (1<<31-1) {
+	if !ok {
 		return errorf("ERR value is not an integer or out of range")
+	}
+	if n < -(1<<31) || n > (1<<31-1) {
+		return errorf("ERR value is out of range, value must between -2147483648 and 2147483647")
 	}
 	if s.cfg.ClusterMode && n != 0 {
 		return errorf("ERR SELECT is not allowed in cluster mode")

@@ -39,7 +39,7 @@ func (s *Server) multiQueue(c *client, argv [][]byte) (reply, bool) {
 	case "exec", "discard", "multi", "quit", "reset":
 		return nil, false
 	case "watch":
-		c.multi.dirty = true
+		// Refused without aborting the transaction, as in Redis.
 		return errorf("ERR WATCH inside MULTI is not allowed"), true
 	}
 	m := c.multi
@@ -154,3 +154,5 @@ func isBlocking(argv [][]byte) bool {
 	_, ok := blockTimeout(argv)
 	return ok
 }
+
+func cmdUnwatch(s *Server, c *client, argv [][]byte) reply { return engine.OK }

@@ -240,6 +240,9 @@ func init() {
 	add(&Command{Name: "debug", Arity: -2, Flags: fAdm, Categories: "@admin @slow @dangerous", Kind: KindLocal, local: cmdDebug, Group: "server", Since: "1.0.0", Summary: "A container for debugging commands."})
 	add(&Command{Name: "multi", Arity: 1, Flags: FlagNoScript | fLSF | FlagAllowBusy, Categories: "@fast @transaction", Kind: KindLocal, Group: "transactions", Since: "1.2.0", Summary: "Starts a transaction."})
 	add(&Command{Name: "exec", Arity: 1, Flags: FlagNoScript | fHelp | FlagSkipSlowlog, Categories: "@slow @transaction", Kind: KindLocal, Group: "transactions", Since: "1.2.0", Summary: "Executes all commands in a transaction."})
+	// NB: WATCH is not implemented (it needs a check-and-apply condition in
+	// the log entry); UNWATCH is, trivially, since nothing is ever watched.
+	add(&Command{Name: "unwatch", Arity: 1, Flags: FlagNoScript | fLSF | FlagAllowBusy, Categories: "@fast @transaction", Kind: KindLocal, local: cmdUnwatch, Group: "transactions", Since: "2.2.0", Summary: "Forgets about watched keys of a transaction."})
 	add(&Command{Name: "discard", Arity: 1, Flags: FlagNoScript | fLSF | FlagAllowBusy, Categories: "@fast @transaction", Kind: KindLocal, Group: "transactions", Since: "2.0.0", Summary: "Discards a transaction."})
 
 	client := add(&Command{Name: "client", Arity: -2, Categories: "@slow", Group: "connection", Since: "2.4.0", Summary: "A container for client connection commands."})
