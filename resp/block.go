@@ -23,6 +23,11 @@ import (
 type waiter struct {
 	c    *client
 	wake chan struct{} // capacity 1
+	// group marks XREADGROUP waiters. They are served in FIFO order, as in
+	// Redis: a write wakes only the first; after its attempt (applied
+	// through the log) it passes the turn to the next one, so an entry goes
+	// to the client that blocked first. XREAD waiters all wake at once.
+	group bool
 }
 
 // waiters indexes blocked connections by shard and key, in arrival order.
@@ -77,8 +82,35 @@ func (ws *waiters) notify(shard int, keys []string) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	for _, k := range keys {
+		firstGroup := true
 		for _, w := range ws.byKey[waitKey{shard, k}] {
-			signal(w.wake)
+			if !w.group {
+				signal(w.wake)
+			} else if firstGroup {
+				signal(w.wake)
+				firstGroup = false
+			}
+		}
+	}
+}
+
+// passOn gives the turn to the XREADGROUP waiter after w on each of keys
+// (called after w's attempt, and when w leaves).
+func (ws *waiters) passOn(w *waiter, shard int, keys []string) {
+	if !w.group {
+		return
+	}
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	for _, k := range keys {
+		after := false
+		for _, x := range ws.byKey[waitKey{shard, k}] {
+			if x == w {
+				after = true
+			} else if after && x.group {
+				signal(x.wake)
+				break
+			}
 		}
 	}
 }
@@ -169,12 +201,15 @@ func (s *Server) blockingRead(c *client, cmd *Command, shard, slot int, argv [][
 	for i, k := range keyIdx {
 		keys[i] = string(argv[k])
 	}
-	w := &waiter{c: c, wake: make(chan struct{}, 1)}
+	w := &waiter{c: c, wake: make(chan struct{}, 1), group: cmd.Name == "xreadgroup"}
 	if s.waiters.isClosed() {
 		return nil // shutting down
 	}
 	s.waiters.add(w, shard, keys)
-	defer s.waiters.remove(w, shard, keys)
+	defer func() {
+		s.waiters.passOn(w, shard, keys)
+		s.waiters.remove(w, shard, keys)
+	}()
 
 	// XREAD's "$" means "the last ID now": resolve it once, at block time.
 	if cmd.Name == "xread" {
@@ -192,10 +227,13 @@ func (s *Server) blockingRead(c *client, cmd *Command, shard, slot int, argv [][
 	}
 	poll := time.NewTicker(200 * time.Millisecond)
 	defer poll.Stop()
-	for {
+	for woken := false; ; woken = true {
 		r := s.attempt(c, cmd, shard, slot, argv)
 		if _, empty := r.(engine.NullArray); !empty {
-			return r
+			return r // the deferred passOn hands the turn on
+		}
+		if woken {
+			s.waiters.passOn(w, shard, keys)
 		}
 		s.setBlocked(c, true)
 		woke := false

@@ -208,3 +208,42 @@ func TestConsumerGroupUnderConcurrentWriters(t *testing.T) {
 		t.Fatalf("XPENDING after acks: %+v %v", p, err)
 	}
 }
+
+// TestBlockedGroupReadersServedFIFO: two consumers block on the same group;
+// each new entry goes to the one that blocked first, as in Redis.
+func TestBlockedGroupReadersServedFIFO(t *testing.T) {
+	rs := startNode(t, "")
+	redisAddr := resptest.StartRedis(t)
+	for round := 0; round < 3; round++ {
+		var got [2]string
+		for i, addr := range []string{rs.Addr, redisAddr} {
+			key := fmt.Sprint("fifo", round)
+			w := dial(t, addr)
+			do(t, w, "XGROUP", "CREATE", key, "g", "$", "MKSTREAM")
+			c1, c2 := dial(t, addr), dial(t, addr)
+			if err := c1.Send("XREADGROUP", "GROUP", "g", "first", "BLOCK", "5000", "STREAMS", key, ">"); err != nil {
+				t.Fatal(err)
+			}
+			waitBlocked(t, addr, 1)
+			if err := c2.Send("XREADGROUP", "GROUP", "g", "second", "BLOCK", "5000", "STREAMS", key, ">"); err != nil {
+				t.Fatal(err)
+			}
+			waitBlocked(t, addr, 2)
+			do(t, w, "XADD", key, "1-1", "n", "1")
+			r1, err := c1.ReadReply()
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitBlocked(t, addr, 1) // the second consumer is still waiting
+			do(t, w, "XADD", key, "2-1", "n", "2")
+			r2, err := c2.ReadReply()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got[i] = string(r1) + "|" + string(r2)
+		}
+		if got[0] != got[1] {
+			t.Fatalf("round %d: raftstream %q, redis %q", round, got[0], got[1])
+		}
+	}
+}
