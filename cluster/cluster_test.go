@@ -424,3 +424,78 @@ func TestThreeNodesFailoverWithoutHandOff(t *testing.T) {
 	}
 	t.Logf("victim led %d of 8 shards; all shards writable again after %v", led, time.Since(start))
 }
+
+// TestRestartOnNewAddresses: a node restarts with another RESP port and
+// another bus port; the others learn the new addresses from its RPCs,
+// replicate to it again and announce it where it now is.
+func TestRestartOnNewAddresses(t *testing.T) {
+	tc := startCluster(t, 3, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	moved := 2
+	id := tc.nodes[moved].ID()
+	if err := tc.nodes[moved].Close(); err != nil {
+		t.Fatal(err)
+	}
+	tc.nodes[moved] = nil
+	for s := 0; s < 2; s++ {
+		if err := tc.submitFollowing(ctx, s, 40+s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := tc.cfgs[moved]
+	for _, n := range tc.nodes {
+		if n == nil {
+			continue
+		}
+		for { // new ports, distinct from every live address
+			cfg.AnnouncePort = resptest.FreePort(t)
+			cfg.BindAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(resptest.FreePort(t)))
+			if cfg.AnnouncePort != n.self.Port && cfg.BindAddr != n.self.Bus && cfg.BindAddr != net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.AnnouncePort)) {
+				break
+			}
+		}
+	}
+	n, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc.nodes[moved] = n
+	if n.ID() != id {
+		t.Fatal("restarted node changed ID")
+	}
+	if err := n.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for s := 0; s < 2; s++ {
+		if err := waitStale(ctx, n, s, 40+s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, o := range tc.nodes {
+		for {
+			var port int
+			for _, ni := range o.Topology().Nodes {
+				if ni.ID == id {
+					port = ni.Port
+				}
+			}
+			if port == cfg.AnnouncePort {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("node %s still announces %s on port %d, want %d", o.ID(), id, port, cfg.AnnouncePort)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	// New writes reach the moved node too.
+	for s := 0; s < 2; s++ {
+		if err := tc.submitFollowing(ctx, s, 50+s); err != nil {
+			t.Fatal(err)
+		}
+		if err := waitStale(ctx, n, s, 50+s); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -42,6 +42,8 @@ type Node struct {
 	// st is the current view: membership and local shard replicas. It is
 	// replaced whole (copy on write) so Backend methods read it lock-free.
 	st atomic.Pointer[state]
+	// stMu serialises writers of st (read-modify-write); readers don't lock.
+	stMu sync.Mutex
 
 	notify atomic.Pointer[func(shard int, keys []string)]
 	health *health
@@ -159,6 +161,45 @@ func (n *Node) refreshSelf() error {
 	return nil
 }
 
+// observeMember takes note of a member's addresses as it reports them in
+// its RPCs. If they differ from the recorded ones (it restarted with another
+// announce or bus address), the Membership is updated with a higher Epoch,
+// persisted, and the address book repointed, so Raft reaches it again and
+// Topology announces it where it is. Invalid reports are ignored.
+func (n *Node) observeMember(m Member) {
+	if m.ID == n.id || !validNodeID(m.ID) {
+		return
+	}
+	n.metaMu.Lock()
+	defer n.metaMu.Unlock()
+	old := n.meta.Members
+	if old == nil {
+		return
+	}
+	i := slices.IndexFunc(old.Nodes, func(x Member) bool { return x.ID == m.ID })
+	if i < 0 || old.Nodes[i] == m {
+		return
+	}
+	nm := *old
+	nm.Nodes = slices.Clone(old.Nodes)
+	nm.Nodes[i] = m
+	nm.Epoch++
+	if err := nm.check(n.nShards); err != nil {
+		n.log.Warn("ignoring member addresses", "id", m.ID, "err", err)
+		return
+	}
+	meta := n.meta
+	meta.Members = &nm
+	if err := saveMeta(n.dir, meta); err != nil {
+		n.log.Error("persisting member addresses", "id", m.ID, "err", err)
+		return
+	}
+	n.meta = meta
+	n.book.add(m)
+	n.updateState(func(old *state) *state { return &state{members: &nm, shards: old.shards} })
+	n.log.Info("member moved", "id", m.ID, "resp", m.RESPAddr(), "bus", m.Bus, "epoch", nm.Epoch)
+}
+
 // ID is this node's 40-hex ID.
 func (n *Node) ID() string { return n.id }
 
@@ -224,6 +265,14 @@ func (n *Node) Start(ctx context.Context) error {
 	return nil
 }
 
+// updateState replaces the published state with f(current), atomically
+// with respect to other writers.
+func (n *Node) updateState(f func(old *state) *state) {
+	n.stMu.Lock()
+	defer n.stMu.Unlock()
+	n.st.Store(f(n.st.Load()))
+}
+
 // setMembers persists members (the formed cluster) and publishes it.
 func (n *Node) setMembers(members *Membership) error {
 	n.metaMu.Lock()
@@ -237,8 +286,7 @@ func (n *Node) setMembers(members *Membership) error {
 	for _, mb := range members.Nodes {
 		n.book.add(mb)
 	}
-	old := n.st.Load()
-	n.st.Store(&state{members: members, shards: old.shards})
+	n.updateState(func(old *state) *state { return &state{members: members, shards: old.shards} })
 	return nil
 }
 
@@ -252,17 +300,22 @@ func (n *Node) openShards(members *Membership) error {
 		}
 		ls, err := n.openShard(i)
 		if err != nil {
-			n.st.Store(&state{members: members, shards: shards})
+			n.publishShards(shards)
 			return fmt.Errorf("cluster: shard %d: %w", i, err)
 		}
 		shards[i] = ls
 		if err := ls.s.BootstrapIfEmpty(members.servers(i)); err != nil {
-			n.st.Store(&state{members: members, shards: shards})
+			n.publishShards(shards)
 			return fmt.Errorf("cluster: bootstrap shard %d: %w", i, err)
 		}
 	}
-	n.st.Store(&state{members: members, shards: shards})
+	n.publishShards(shards)
 	return nil
+}
+
+// publishShards makes shards the local replicas, keeping the membership.
+func (n *Node) publishShards(shards []*localShard) {
+	n.updateState(func(old *state) *state { return &state{members: old.members, shards: shards} })
 }
 
 func (n *Node) openShard(i int) (*localShard, error) {

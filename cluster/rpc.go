@@ -98,6 +98,9 @@ func (n *Node) serveRPC(c net.Conn) {
 		return
 	}
 	res := rpcResponse{Self: n.self, Shards: n.nShards}
+	if req.Op == "hello" || req.Op == "status" {
+		n.observeMember(req.From)
+	}
 	switch req.Op {
 	case "hello":
 		n.disc.merge(req.From)
