@@ -59,7 +59,6 @@ func (f *Future) complete(replies []engine.Reply, err error) {
 	})
 }
 
-
 // Done is closed when the result is available.
 func (f *Future) Done() <-chan struct{} { return f.done }
 

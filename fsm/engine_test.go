@@ -237,3 +237,35 @@ func TestSnapshotWhileApplying(t *testing.T) {
 		t.Fatalf("after restart:\n got %q\nwant %q", got, want)
 	}
 }
+
+// TestIdmpConfigSurvivesSnapshot: the Redis 8.6 stream-idmp-* settings are
+// replicated by CONFIG SET, range-checked with Redis's wording, and kept by a
+// restart from a snapshot (the FSM header must not reset them).
+func TestIdmpConfigSurvivesSnapshot(t *testing.T) {
+	s := singleVoter(t, nil)
+	for _, c := range []struct {
+		argv []string
+		want string
+	}{
+		{[]string{"stream-idmp-duration", "0"}, "ERR CONFIG SET failed (possibly related to argument 'stream-idmp-duration') - argument must be between 1 and 86400 inclusive"},
+		{[]string{"stream-idmp-maxsize", "10001"}, "ERR CONFIG SET failed (possibly related to argument 'stream-idmp-maxsize') - argument must be between 1 and 10000 inclusive"},
+		{[]string{"stream-idmp-maxsize", "x"}, "ERR CONFIG SET failed (possibly related to argument 'stream-idmp-maxsize') - argument couldn't be parsed into an integer"},
+	} {
+		rs := apply(t, s.Shard, unit(cmd(append([]string{"CONFIG", "SET"}, c.argv...)...)))
+		if e, ok := rs[0].(*engine.Error); !ok || e.Msg != c.want {
+			t.Fatalf("CONFIG SET %q = %v, want %q", c.argv, rs[0], c.want)
+		}
+	}
+	apply(t, s.Shard, unit(cmd("CONFIG", "SET", "stream-idmp-duration", "300", "stream-idmp-maxsize", "42")))
+	if err := s.TakeSnapshot(); err != nil {
+		t.Fatal(err)
+	}
+	s.close(t)
+	r := openReplica(t, s.dir, s.id, string(s.addr), nil)
+	waitLeader(t, r)
+	var cfg engine.Config
+	r.StaleRead(func(e *engine.Engine) { cfg = e.Config() })
+	if cfg.IdmpDuration != 300 || cfg.IdmpMaxSize != 42 {
+		t.Fatalf("after restart from snapshot: %+v, want idmp 300 s / 42", cfg)
+	}
+}

@@ -38,7 +38,7 @@ type Shard struct {
 	// raftDown is closed once raft.Shutdown has completed: a future still
 	// unanswered then never will be (outcome unknown).
 	raftDown chan struct{}
-	waiters    sync.WaitGroup
+	waiters  sync.WaitGroup
 
 	closeOnce sync.Once
 	closeErr  error

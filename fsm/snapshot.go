@@ -112,6 +112,8 @@ func readSnapshot(r io.Reader) (snapshotHeader, *engine.Engine, error) {
 	if err != nil {
 		return h, nil, fmt.Errorf("%w: engine: %v", errBadSnapshot, err)
 	}
-	eng.SetConfig(h.Engine)
+	// The engine snapshot carries the whole engine.Config (including the
+	// IDMP settings the header predates), so the header's copy is only a
+	// record: applying it here would reset the newer fields.
 	return h, eng, nil
 }

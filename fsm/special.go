@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"math/bits"
 	"strconv"
@@ -69,7 +70,7 @@ func (m *machine) configSet(args [][]byte) engine.Reply {
 	seen := make([]string, 0, len(args)/2)
 	for i := 0; i < len(args); i += 2 {
 		name := strings.ToLower(string(args[i]))
-		if name != "stream-node-max-bytes" && name != "stream-node-max-entries" {
+		if !replicatedConfig[name] {
 			return engine.Errorf("ERR Unknown option or number of arguments for CONFIG SET - '%s'", args[i])
 		}
 		for _, s := range seen {
@@ -81,25 +82,57 @@ func (m *machine) configSet(args [][]byte) engine.Reply {
 	}
 	cfg := m.eng.Config()
 	for i := 0; i < len(args); i += 2 {
-		if seen[i/2] == "stream-node-max-bytes" {
+		switch seen[i/2] {
+		case "stream-node-max-bytes":
 			v, msg := parseMemory(args[i+1])
 			if msg != "" {
 				return configErr(args[i], msg)
 			}
 			cfg.NodeMaxBytes = int(v)
-		} else {
-			v, err := strconv.ParseInt(string(args[i+1]), 10, 64)
-			if err != nil || !canonicalInt(args[i+1]) {
-				return configErr(args[i], "argument couldn't be parsed into an integer")
-			}
-			if v < 0 {
-				return configErr(args[i], "argument must be between 0 and 9223372036854775807 inclusive")
+		case "stream-node-max-entries":
+			v, msg := parseBoundedInt(args[i+1], 0, math.MaxInt64)
+			if msg != "" {
+				return configErr(args[i], msg)
 			}
 			cfg.NodeMaxEntries = int(v)
+		case "stream-idmp-duration":
+			v, msg := parseBoundedInt(args[i+1], 1, 86400)
+			if msg != "" {
+				return configErr(args[i], msg)
+			}
+			cfg.IdmpDuration = int(v)
+		case "stream-idmp-maxsize":
+			v, msg := parseBoundedInt(args[i+1], 1, 10000)
+			if msg != "" {
+				return configErr(args[i], msg)
+			}
+			cfg.IdmpMaxSize = int(v)
 		}
 	}
 	m.eng.SetConfig(cfg)
 	return engine.OK
+}
+
+// replicatedConfig names the parameters CONFIG SET changes through the log
+// (they are engine state, equal on every replica).
+var replicatedConfig = map[string]bool{
+	"stream-node-max-bytes":   true,
+	"stream-node-max-entries": true,
+	"stream-idmp-duration":    true, // Redis 8.6
+	"stream-idmp-maxsize":     true, // Redis 8.6
+}
+
+// parseBoundedInt parses an integer config value in [lo, hi] with Redis's
+// wording on failure.
+func parseBoundedInt(b []byte, lo, hi int64) (int64, string) {
+	v, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil || !canonicalInt(b) {
+		return 0, "argument couldn't be parsed into an integer"
+	}
+	if v < lo || v > hi {
+		return 0, fmt.Sprintf("argument must be between %d and %d inclusive", lo, hi)
+	}
+	return v, ""
 }
 
 func configErr(param []byte, msg string) engine.Reply {
