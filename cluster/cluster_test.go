@@ -22,7 +22,7 @@ type testCluster struct {
 	nodes []*Node // nil once closed
 }
 
-func startCluster(t testing.TB, size, shards int) *testCluster {
+func startCluster(t testing.TB, size, shards int, opts ...func(*Config)) *testCluster {
 	t.Helper()
 	tc := &testCluster{t: t}
 	var join []string
@@ -49,6 +49,9 @@ func startCluster(t testing.TB, size, shards int) *testCluster {
 		// timing (fsm defaults) rather than the single-node test's.
 		c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = 0, 0, 0
 		c.BalanceInterval = 300 * time.Millisecond
+		for _, o := range opts {
+			o(&c)
+		}
 		join = append(join, c.BindAddr)
 		tc.cfgs = append(tc.cfgs, c)
 	}
