@@ -304,7 +304,37 @@ func (s *Server) runPipeline(c *client, argvs [][][]byte) {
 		}
 		queue = queue[:0]
 	}
-	defer flush()
+	// Consecutive plain reads are run together: one Read (one read fence)
+	// per run of reads on the same shard.
+	var reads []pendingRead
+	flushReads := func() {
+		for i := 0; i < len(reads); {
+			j := i + 1
+			for j < len(reads) && reads[j].shard == reads[i].shard {
+				j++
+			}
+			run := reads[i:j]
+			unit := make([][][]byte, len(run))
+			for k, r := range run {
+				unit[k] = r.argv
+			}
+			out, er := s.readUnit(c, run[0].shard, run[0].slot, unit)
+			for k, r := range run {
+				rep := er
+				if er == nil {
+					rep = out[k]
+				}
+				if raw, ok := s.maybeForward(c, rep, [][][]byte{r.argv}, false); ok {
+					c.writeRaw(raw)
+				} else {
+					c.write(rep, c.proto)
+				}
+			}
+			i = j
+		}
+		reads = reads[:0]
+	}
+	defer func() { flushReads(); flush() }()
 	for _, argv := range argvs {
 		if c.isClosed() {
 			return
@@ -312,6 +342,7 @@ func (s *Server) runPipeline(c *client, argvs [][][]byte) {
 		s.stats.commands.Add(1)
 		if len(argv) > maxArgs {
 			flush()
+			flushReads()
 			c.write(errorf("ERR Protocol error: invalid multibulk length"), c.proto)
 			c.close()
 			return
@@ -319,11 +350,19 @@ func (s *Server) runPipeline(c *client, argvs [][][]byte) {
 		for _, a := range argv {
 			if int64(len(a)) > s.cfg.ProtoMaxBulkLen {
 				flush()
+				flushReads()
 				c.write(errorf("ERR Protocol error: invalid bulk length"), c.proto)
 				c.close()
 				return
 			}
 		}
+		if shard, slot, name, ok := s.plainRead(c, argv); ok {
+			c.lastCmdName = name
+			flush() // a read sees the connection's earlier writes
+			reads = append(reads, pendingRead{argv: argv, shard: shard, slot: slot})
+			continue
+		}
+		flushReads() // and a write never overtakes an earlier read
 		if shard, slot, name, ok := s.plainWrite(c, argv); ok {
 			c.lastCmdName = name
 			// Backpressure: at most MaxInFlight submissions per shard wait
@@ -341,6 +380,7 @@ func (s *Server) runPipeline(c *client, argvs [][][]byte) {
 			continue
 		}
 		flush()
+		flushReads()
 		r := s.exec(c, argv)
 		c.publish()
 		if r != nil {
@@ -375,6 +415,34 @@ func (s *Server) plainWrite(c *client, argv [][]byte) (shard, slot int, name str
 	}
 	shard, slot, er = s.route(cmd, argv)
 	if er != nil || shard < 0 || shard >= len(s.sem) {
+		return 0, 0, "", false
+	}
+	return shard, slot, cmd.Name, true
+}
+
+// pendingRead is a plain read waiting to run with the reads next to it.
+type pendingRead struct {
+	argv        [][]byte
+	shard, slot int
+}
+
+// plainRead reports whether argv is a plain read (outside MULTI, not
+// blocking, keys in one shard) that can be batched with its neighbours.
+func (s *Server) plainRead(c *client, argv [][]byte) (shard, slot int, name string, ok bool) {
+	if c.multi != nil || !c.authed {
+		return 0, 0, "", false
+	}
+	cmd, er := lookup(argv)
+	if er != nil || cmd.Kind != KindRead {
+		return 0, 0, "", false
+	}
+	if cmd.Flags&FlagBlocking != 0 {
+		if _, blocks := blockTimeout(argv); blocks {
+			return 0, 0, "", false
+		}
+	}
+	shard, slot, er = s.route(cmd, argv)
+	if er != nil || shard < 0 {
 		return 0, 0, "", false
 	}
 	return shard, slot, cmd.Name, true

@@ -146,6 +146,17 @@ func TestPipelining(t *testing.T) {
 		}
 	}
 	cmds = append(cmds, []string{"XADD", "p", "1-0", "dup", "1"}, []string{"XRANGE", "p", "-", "+", "COUNT", "3"})
+	// Reads and writes interleaved: each read sees exactly the writes
+	// before it (reads are batched together, writes too, never reordered).
+	for i := 1; i <= 60; i++ {
+		cmds = append(cmds, []string{"XADD", "q", fmt.Sprintf("%d-0", i), "n", fmt.Sprint(i)})
+		if i%3 == 0 {
+			cmds = append(cmds, []string{"XLEN", "q"}, []string{"XREVRANGE", "q", "+", "-", "COUNT", "1"}, []string{"EXISTS", "q", "p"})
+		}
+		if i%7 == 0 {
+			cmds = append(cmds, []string{"XLEN", "q"}, []string{"XDEL", "q", fmt.Sprintf("%d-0", i)}, []string{"XLEN", "q"})
+		}
+	}
 	var replies [2]string
 	for i, addr := range []string{rs.Addr, redis} {
 		c := dial(t, addr)
