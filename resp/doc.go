@@ -22,9 +22,13 @@
 //
 // A connection's pipelined commands are taken together (redcon's
 // ReadPipeline). Consecutive plain writes are submitted without waiting, so
-// they share Raft entries with other clients' writes; any other command first
-// waits for the writes before it. Replies are written in order. Commands of
-// one connection to one shard apply in arrival order.
+// they share Raft entries with other clients' writes; consecutive plain reads
+// on a shard run under one Read (one read fence). A read waits for the writes
+// before it and a write for the reads before it, so the connection sees its
+// commands in order; replies are written in order. Pipelined writes in flight
+// per shard are bounded (Config.MaxInFlight): past it, connections wait
+// rather than overflow the shard's queue. The protocol guard (guard.go)
+// enforces proto-max-bulk-len before redcon buffers anything.
 //
 // # Transactions
 //
