@@ -3,6 +3,7 @@ package deploy
 import (
 	"fmt"
 	"maps"
+	stdnet "net"
 	"os"
 	"regexp"
 	"slices"
@@ -65,6 +66,7 @@ func checkCompose(c map[string]any, flags map[string]flagDefs) []error {
 	}
 	names := slices.Sorted(maps.Keys(services))
 	announced := map[string]string{}
+	addrs := map[string]string{} // fixed IP → service
 	for _, name := range names {
 		svc := m(services, name)
 		where := "service " + name
@@ -164,6 +166,29 @@ func checkCompose(c map[string]any, flags map[string]flagDefs) []error {
 			bad("%s: no named volume mounted at --dir %q", where, get("dir"))
 		}
 
+		// A fixed IP on the one network: the cluster records bus addresses
+		// as IPs at formation, and `down`/`up` recreates the network.
+		nets := m(svc, "networks")
+		if len(nets) != 1 {
+			bad("%s: want exactly one network, have %d", where, len(nets))
+		}
+		for net, cfg := range nets {
+			ip := str(m(cfg)["ipv4_address"])
+			subnets := list(m(c, "networks", net, "ipam")["config"])
+			if ip == "" || len(subnets) != 1 {
+				bad("%s: network %s: want a fixed ipv4_address in a network with one fixed subnet", where, net)
+				continue
+			}
+			_, ipnet, err := stdnet.ParseCIDR(str(m(subnets[0])["subnet"]))
+			if err != nil || !ipnet.Contains(stdnet.ParseIP(ip)) {
+				bad("%s: ipv4_address %q is not in subnet %q", where, ip, str(m(subnets[0])["subnet"]))
+			}
+			if prev, dup := addrs[ip]; dup {
+				bad("%s: ipv4_address %s also used by %s", where, ip, prev)
+			}
+			addrs[ip] = name
+		}
+
 		test := strs(m(svc, "healthcheck")["test"])
 		if len(test) < 3 || test[0] != "CMD" || test[1] != "/raftstream" || test[2] != "health" {
 			bad("%s: healthcheck %q, want [CMD /raftstream health …] (the image has no shell)", where, test)
@@ -180,9 +205,19 @@ func checkCompose(c map[string]any, flags map[string]flagDefs) []error {
 	return errs
 }
 
+// interpolate replaces ${VAR:-default} by its default, as compose does with
+// VAR unset (the tests must not depend on the caller's environment).
+func interpolate(text string) string {
+	return regexp.MustCompile(`\$\{[A-Za-z_][A-Za-z0-9_]*:-([^}]*)\}`).ReplaceAllString(text, "$1")
+}
+
 func composeFile(t *testing.T, path string) map[string]any {
 	t.Helper()
-	docs := readYAML(t, path)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := decodeYAML(t, path, interpolate(string(b)))
 	if len(docs) != 1 {
 		t.Fatalf("%s: %d documents", path, len(docs))
 	}
@@ -225,13 +260,15 @@ func TestComposeCheckCatchesMistakes(t *testing.T) {
 		{"bind mount", `["node2-data:/data"]`, `["./data2:/data"]`, "not a named volume"},
 		{"bus by IP", `"--cluster-announce-bus", "node3:16379"`, `"--cluster-announce-bus", "172.18.0.4:16379"`, "--cluster-announce-bus"},
 		{"expect", `RAFTSTREAM_BOOTSTRAP_EXPECT: "3"`, `RAFTSTREAM_BOOTSTRAP_EXPECT: "2"`, "--bootstrap-expect"},
+		{"same IP", `:-172.30.70}.13"`, `:-172.30.70}.12"`, "also used by node2"},
+		{"outside subnet", `:-172.30.70}.11"`, `:-172.30.71}.11"`, "not in subnet"},
 		{"shell healthcheck", `test: ["CMD", "/raftstream"`, `test: ["CMD-SHELL", "/raftstream"`, "healthcheck"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if n := strings.Count(orig, tc.old); n != 1 {
 				t.Fatalf("docker-compose.yml contains %q %d times, want once; update the test", tc.old, n)
 			}
-			docs := decodeYAML(t, tc.name, strings.Replace(orig, tc.old, tc.new, 1))
+			docs := decodeYAML(t, tc.name, interpolate(strings.Replace(orig, tc.old, tc.new, 1)))
 			errs := checkCompose(docs[0], flags)
 			for _, err := range errs {
 				if strings.Contains(err.Error(), tc.want) {
