@@ -76,10 +76,12 @@ export RAFTSTREAM_IMAGE="$image"
 had_docker0=0
 ip link show docker0 >/dev/null 2>&1 && had_docker0=1
 writer_pid=""
+dockerd_pid=""
 
 compose() { docker-compose "${compose_files[@]}" -p "$project" "$@"; }
 
 cleanup() {
+  local status=$?
   set +e
   log "teardown"
   [ -n "$writer_pid" ] && kill "$writer_pid" 2>/dev/null && wait "$writer_pid" 2>/dev/null
@@ -87,8 +89,8 @@ cleanup() {
     compose down -v --remove-orphans -t 5 >/dev/null 2>&1
     docker image rm -f "$image" >/dev/null 2>&1
   fi
-  if [ -f "$T/dockerd.pid" ]; then
-    pid="$(cat "$T/dockerd.pid")"
+  pid="$(cat "$T/dockerd.pid" 2>/dev/null || echo "$dockerd_pid")"
+  if [ -n "$pid" ]; then
     kill "$pid" 2>/dev/null
     for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
     kill -9 "$pid" 2>/dev/null
@@ -99,8 +101,11 @@ cleanup() {
   if [ "$had_docker0" = 0 ] && ip link show docker0 >/dev/null 2>&1; then ip link delete docker0; fi
   # The daemon has unmounted its overlays when it exits; anything left is
   # unmounted before the directory goes.
-  grep -o " $T[^ ]*" /proc/mounts | sort -r | while read -r m; do umount -l "$m"; done
+  grep -o " ${T}[^ ]*" /proc/mounts | sort -r | while read -r m; do umount -l "$m"; done
   rm -rf "$T"
+  if [ "$status" != 0 ] && [ "$failed" = 0 ]; then
+    failed=1; echo "FAIL: the script stopped with status $status"
+  fi
   echo "$passed passed, $failed failed"
   [ "$failed" = 0 ]
   exit $?
@@ -111,6 +116,7 @@ trap 'exit 130' INT TERM
 log "starting a private dockerd under $T"
 dockerd --iptables=false --ip-forward=false --data-root "$T/data" --exec-root "$T/exec" \
   --pidfile "$T/dockerd.pid" -H "unix://$T/docker.sock" >"$T/dockerd.log" 2>&1 &
+dockerd_pid=$!
 up=0
 for _ in $(seq 1 90); do
   if docker version >/dev/null 2>&1; then up=1; break; fi
@@ -124,7 +130,7 @@ fi
 
 # ---------------------------------------------------------------- 2. image
 for p in $(seq 7001 $((7000 + nodes))); do
-  if redis-cli -p "$p" PING >/dev/null 2>&1; then
+  if timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$p" 2>/dev/null; then
     fail "127.0.0.1:$p is already in use; stop whatever listens there"
     exit 1
   fi
@@ -240,7 +246,8 @@ for i in $(seq 0 $((streams - 1))); do
   want=$(awk -v k="orders:{$i}" '$1 == k { print $3 }' "$W.acked" | sort)
   [ "$(sort "$T/read1.$i")" = "$want" ] || { ok=0; echo "orders:{$i}: XREADGROUP delivered $(wc -l <"$T/read1.$i") entries, want $(echo "$want" | wc -l)"; }
   if [ -s "$T/read1.$i" ]; then
-    r=$(redis-cli -c -p 7001 XACK "orders:{$i}" billing $(cat "$T/read1.$i") 2>&1)
+    mapfile -t ids <"$T/read1.$i"
+    r=$(redis-cli -c -p 7001 XACK "orders:{$i}" billing "${ids[@]}" 2>&1)
     [ "$r" = "$(wc -l <"$T/read1.$i" | tr -d ' ')" ] || { ok=0; echo "XACK orders:{$i}: $r"; }
   fi
 done
@@ -260,6 +267,7 @@ done
 kill_ms=$(now_ms)
 docker kill "$victim" >/dev/null && pass "docker kill node2 after $(( $(wc -l <"$W.acked") - before )) phase-2 writes" || fail "docker kill node2"
 wait "$writer_pid"; writer_pid=""
+dockerd_pid=""
 acked_total=$(wc -l <"$W.acked")
 after_kill=$(awk -v k="$kill_ms" '$4 > k' "$W.acked" | wc -l)
 unknown=$(wc -l <"$W.unknown")

@@ -41,7 +41,7 @@ alive() {
 nodes() { ls "$dir"/node*.pid 2>/dev/null | sed 's/.*node\([0-9]*\)\.pid/\1/' | sort -n; }
 
 start() {
-  local n="$1" i join="" p
+  local n="$1" i join=""
   [[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] && [ "$n" -le 9 ] || { echo "N must be 1..9" >&2; exit 2; }
   command -v redis-cli >/dev/null || { echo "redis-cli is required (apt-get install redis-tools)" >&2; exit 1; }
   mkdir -p "$dir"
