@@ -95,9 +95,27 @@ type Config struct {
 	// 0 means the default (2s); negative disables balancing.
 	BalanceInterval time.Duration
 
+	// DeadAfter is how long a member may stay unreachable before the
+	// controller leader moves its replicas to other nodes (it stays a
+	// member and gets replicas back by rebalancing once it answers again).
+	// Long enough that a restart or a short partition moves nothing.
+	// Default 30s; negative disables.
+	DeadAfter time.Duration
+
 	// DialTimeout bounds cluster-bus dials and the preamble read of an
 	// accepted connection. Default 5s.
 	DialTimeout time.Duration
+
+	// Test-only hooks for the jepsen/ fault-injection harness (flags
+	// --debug-*); production leaves them zero.
+	//
+	// Now is the clock stamped into proposed entries (clock skew); nil means
+	// time.Now. InjectBug is fsm.Config.InjectBug. DebugDialMap rewrites
+	// the bus address this node dials (key) to another (value), so each
+	// directed node-to-node link can go through its own fault proxy.
+	Now          func() time.Time
+	InjectBug    string
+	DebugDialMap map[string]string
 }
 
 // DefaultConfig returns the configuration of `raftstream` started with no
@@ -114,6 +132,7 @@ func DefaultConfig() Config {
 		TrailingLogs:      1024,
 		BalanceInterval:   2 * time.Second,
 		DialTimeout:       5 * time.Second,
+		DeadAfter:         30 * time.Second,
 	}
 }
 
@@ -188,6 +207,9 @@ func (c *Config) Validate() error {
 	}
 	if c.DialTimeout <= 0 {
 		c.DialTimeout = 5 * time.Second
+	}
+	if c.DeadAfter == 0 {
+		c.DeadAfter = 30 * time.Second
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -106,6 +106,7 @@ func Open(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	mux.dialMap = cfg.DebugDialMap
 	n := &Node{
 		cfg: cfg, log: log, id: m.ID, dir: cfg.Dir, nShards: m.Shards,
 		slotMap: slots.NewMap(m.Shards), mux: mux, book: newAddrBook(), meta: m,
@@ -338,6 +339,8 @@ func (n *Node) openShard(i int) (*localShard, error) {
 	fc.Engine = n.cfg.Engine
 	fc.Notify = n.dispatchNotify
 	fc.TrailingLogs = n.cfg.TrailingLogs
+	fc.Now = n.cfg.Now
+	fc.InjectBug = n.cfg.InjectBug
 	if n.cfg.HeartbeatTimeout > 0 {
 		fc.HeartbeatTimeout = n.cfg.HeartbeatTimeout
 	}

@@ -46,6 +46,9 @@ type Mux struct {
 	advertise net.Addr
 	timeout   time.Duration
 	log       *slog.Logger
+	// dialMap rewrites dial addresses (Config.DebugDialMap); read-only
+	// after Listen's caller sets it, before any dial.
+	dialMap map[string]string
 
 	mu     sync.Mutex
 	groups map[string]*StreamLayer
@@ -223,6 +226,9 @@ func (m *Mux) Layer(group string) *StreamLayer {
 // Dial opens a connection to the group on the node at addr.
 func (m *Mux) Dial(addr, group string, timeout time.Duration) (net.Conn, error) {
 	d := net.Dialer{Timeout: timeout}
+	if to, ok := m.dialMap[addr]; ok {
+		addr = to
+	}
 	c, err := d.Dial("tcp", addr)
 	if err != nil {
 		return nil, err

@@ -34,6 +34,12 @@ type proposal struct {
 // the validation error and the unit's other commands still apply (as in
 // EXEC, where a failing command does not abort the others).
 func (s *Shard) Submit(unit Unit) *Future {
+	if s.cfg.InjectBug == DebugBugDropPEL {
+		unit = append(Unit(nil), unit...)
+		for i := range unit {
+			unit[i] = debugDropPEL(unit[i])
+		}
+	}
 	p := &proposal{fut: newFuture(), unit: unit}
 	now := s.cfg.Now().UnixMilli()
 	for i, argv := range unit {
@@ -93,6 +99,7 @@ func (s *Shard) enqueue(p *proposal) error {
 	case s.queue <- p:
 		return nil
 	default:
+		s.stats.rejected.Add(1)
 		return ErrBusy
 	}
 }
@@ -169,6 +176,8 @@ func (s *Shard) propose(batch []*proposal) {
 		}
 	}
 	data := EncodeBatch(nil, &b)
+	s.noteBatch(batchCommands(b.Units))
+	start := time.Now()
 	af := s.raft.Apply(data, s.cfg.EnqueueTimeout)
 	s.waiters.Add(1)
 	go func() {
@@ -180,11 +189,18 @@ func (s *Shard) propose(batch []*proposal) {
 			}
 		})
 		err := s.awaitApply(af)
+		if err == nil {
+			s.noteCommit(start)
+		}
 		timer.Stop()
 		<-s.inflight
 		if err != nil {
 			err = s.proposalError(err)
 			for _, p := range batch {
+				if s.cfg.InjectBug == DebugBugAckBeforeCommit && !p.read {
+					p.fut.complete(p.merge(debugFakeAcks(p.unit, b.TS)), nil)
+					continue
+				}
 				p.fut.complete(nil, err)
 			}
 			return
@@ -234,6 +250,10 @@ func (s *Shard) awaitApply(af raft.ApplyFuture) error {
 // ErrUnknownOutcome (the fence's fate is unknown; retrying is safe) or
 // ctx's error. fn is not called on error.
 func (s *Shard) Read(ctx context.Context, fn func(e *engine.Engine)) error {
+	if s.cfg.InjectBug == DebugBugStaleRead {
+		s.m.view(fn)
+		return nil
+	}
 	p := &proposal{fut: newFuture(), read: true}
 	if err := s.enqueue(p); err != nil {
 		return err

@@ -57,6 +57,11 @@ type Config struct {
 	// Now is the leader clock stamped into each entry (unix ms). Test hook
 	// for clock skew; nil means time.Now.
 	Now func() time.Time
+	// InjectBug is for the jepsen/ harness's self-test ONLY (raftstream
+	// --debug-inject-bug): one of the DebugBug* names makes the shard
+	// misbehave in a known way the checkers must flag. Production leaves it
+	// "" (correct behaviour). See debug.go.
+	InjectBug string
 	// Notify, if set, is called after every applied batch of log entries
 	// with the keys that may unblock blocked readers (engine.TakeSignaled),
 	// on every replica. It runs on Raft's FSM goroutine WITHOUT the FSM lock

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/raftstream/raftstream/cluster"
+	"github.com/raftstream/raftstream/fsm"
 	"github.com/raftstream/raftstream/resp"
 )
 
@@ -60,6 +61,10 @@ type options struct {
 	heartbeat, election        time.Duration
 	shutdownTimeout            time.Duration
 	cpuProfile                 string
+	// Test-only (jepsen/ harness): see the --debug-* flags.
+	debugClockOffset time.Duration
+	debugInjectBug   string
+	debugDialMap     string
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -90,6 +95,9 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.election, "raft-election-timeout", 0, "Raft election timeout (0 = hashicorp/raft default)")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long SIGTERM waits for in-flight commands")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (diagnostics)")
+	fs.DurationVar(&o.debugClockOffset, "debug-clock-offset", 0, "TEST ONLY (fault-injection harness): offset this node's wall clock as stamped into log entries (clock skew)")
+	fs.StringVar(&o.debugInjectBug, "debug-inject-bug", "", "TEST ONLY (fault-injection harness self-test): inject a known bug: ack-before-commit, stale-read or drop-pel-update")
+	fs.StringVar(&o.debugDialMap, "debug-dial-map", "", "TEST ONLY (fault-injection harness): comma-separated from=to bus address rewrites applied when this node dials a peer")
 	fs.Usage = func() {
 		out := fs.Output()
 		fmt.Fprintf(out, "Usage: raftstream [flags]\n       raftstream health --addr host:port\n\n")
@@ -113,6 +121,9 @@ func parseFlags(args []string) (*options, error) {
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if err := fsm.ValidDebugBug(o.debugInjectBug); err != nil {
+		return nil, fmt.Errorf("--debug-inject-bug: %w", err)
 	}
 	return o, nil
 }
@@ -255,6 +266,18 @@ func clusterConfig(o *options, log *slog.Logger) cluster.Config {
 	c.SnapshotInterval = o.snapshotInterval
 	c.SnapshotThreshold = o.snapshotThreshold
 	c.TrailingLogs = o.trailingLogs
+	if off := o.debugClockOffset; off != 0 {
+		c.Now = func() time.Time { return time.Now().Add(off) }
+	}
+	c.InjectBug = o.debugInjectBug
+	for _, kv := range strings.Split(o.debugDialMap, ",") {
+		if from, to, ok := strings.Cut(strings.TrimSpace(kv), "="); ok {
+			if c.DebugDialMap == nil {
+				c.DebugDialMap = map[string]string{}
+			}
+			c.DebugDialMap[from] = to
+		}
+	}
 	c.HeartbeatTimeout = o.heartbeat
 	c.ElectionTimeout = o.election
 	if o.heartbeat > 0 {
