@@ -189,9 +189,7 @@ func (s *Shard) propose(batch []*proposal) {
 			}
 		})
 		err := s.awaitApply(af)
-		if err == nil {
-			s.noteCommit(start)
-		}
+		s.noteApplied(start, err)
 		timer.Stop()
 		<-s.inflight
 		if err != nil {

@@ -42,6 +42,8 @@ type Shard struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	stats shardStats // counters for Stats (stats.go)
 }
 
 // Open opens (or creates) the shard replica in cfg.Dir and starts Raft and
@@ -90,6 +92,7 @@ func Open(cfg Config) (*Shard, error) {
 		loopDone:   make(chan struct{}),
 		raftDown:   make(chan struct{}),
 	}
+	s.initStats()
 	go s.run()
 	return s, nil
 }
@@ -141,7 +144,7 @@ func (s *Shard) Close() error {
 // TakeSnapshot asks Raft for a snapshot now and waits for it (the node
 // schedules these across its shards). raft.ErrNothingNewToSnapshot is
 // returned as is.
-func (s *Shard) TakeSnapshot() error { return s.raft.Snapshot().Error() }
+func (s *Shard) TakeSnapshot() error { return s.snapshotTimed() }
 
 // IsLeader reports whether this replica currently believes it leads.
 func (s *Shard) IsLeader() bool { return s.raft.State() == raft.Leader }
