@@ -19,11 +19,12 @@ type client struct {
 	laddr   string
 	created time.Time
 
-	proto    int  // 2 or 3
-	authed   bool // requirepass satisfied
-	readonly bool // READONLY: reads may be served by a follower (stale)
-	asking   bool // ASKING: the next command follows an ASK redirect
-	quitting bool // QUIT: close after writing the reply
+	proto    int      // 2 or 3
+	authed   bool     // requirepass satisfied
+	user     *aclUser // the ACL user authenticated as (acl.go); nil before AUTH
+	readonly bool     // READONLY: reads may be served by a follower (stale)
+	asking   bool     // ASKING: the next command follows an ASK redirect
+	quitting bool     // QUIT: close after writing the reply
 
 	lastCmd     []byte
 	lastCmdName string

@@ -55,10 +55,9 @@ func cmdHello(s *Server, c *client, argv [][]byte) reply {
 		}
 	}
 	if hasAuth {
-		if er := s.checkAuth(user, pass); er != nil {
+		if er := s.aclAuth(c, user, pass); er != nil {
 			return er
 		}
-		c.authed = true
 	}
 	if !c.authed {
 		return errHelloNoAuth
@@ -105,17 +104,16 @@ func cmdAuth(s *Server, c *client, argv [][]byte) reply {
 		if s.cfg.RequirePass == "" {
 			return errAuthNoPass
 		}
-		if er := s.checkAuth([]byte("default"), argv[1]); er != nil {
+		if er := s.aclAuth(c, []byte("default"), argv[1]); er != nil {
 			return er
 		}
 	case 3:
-		if er := s.checkAuth(argv[1], argv[2]); er != nil {
+		if er := s.aclAuth(c, argv[1], argv[2]); er != nil {
 			return er
 		}
 	default:
 		return errSyntax
 	}
-	c.authed = true
 	return engine.OK
 }
 
@@ -147,7 +145,8 @@ func cmdReset(s *Server, c *client, argv [][]byte) reply {
 	c.readonly = false
 	c.asking = false
 	c.proto = 2
-	c.authed = s.cfg.RequirePass == ""
+	c.user = s.acl.defaultAuto()
+	c.authed = c.user != nil
 	c.mu.Lock()
 	c.name = ""
 	c.mu.Unlock()

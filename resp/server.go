@@ -57,6 +57,9 @@ type Config struct {
 	Port int
 	// Bind and Dir are reported by CONFIG GET.
 	Bind, Dir string
+	// ACLApply, when set, replicates ACL SETUSER/DELUSER (see acl_cmd.go);
+	// nil applies them to this server only.
+	ACLApply ACLApplier
 }
 
 // DefaultConfig returns Redis's defaults.
@@ -81,6 +84,7 @@ type Server struct {
 	clients map[int64]*client
 	conf    map[string]string // local CONFIG SET values
 
+	acl      *aclStore       // users and ACL LOG (acl.go)
 	fwd      *forwarder      // nil unless Config.Forwarding
 	sem      []chan struct{} // per shard: pipelined writes in flight (MaxInFlight)
 	waiters  *waiters
@@ -118,6 +122,7 @@ func New(be Backend, cfg Config) *Server {
 	}
 	s := &Server{cfg: cfg, be: be, log: log, started: time.Now(), clients: map[int64]*client{},
 		conf: map[string]string{}, waiters: newWaiters(), drained: make(chan struct{})}
+	s.acl = newACLStore(cfg.RequirePass)
 	if cfg.Forwarding {
 		s.fwd = newForwarder(cfg.RequirePass)
 	}
@@ -213,7 +218,8 @@ func (s *Server) accept(rc redcon.Conn) bool {
 		return false
 	}
 	c := newClient(s.nextID.Add(1), rc)
-	c.authed = s.cfg.RequirePass == ""
+	c.user = s.acl.defaultAuto()
+	c.authed = c.user != nil
 	rc.SetContext(c)
 	s.mu.Lock()
 	s.clients[c.id] = c
@@ -401,7 +407,7 @@ func (s *Server) runPipeline(c *client, argvs [][][]byte) {
 // blocking, keys in one shard) that can be submitted without waiting, and
 // where it goes.
 func (s *Server) plainWrite(c *client, argv [][]byte) (shard, slot int, name string, ok bool) {
-	if c.multi != nil || !c.authed {
+	if c.multi != nil || !c.authed || c.restricted(s) {
 		return 0, 0, "", false
 	}
 	cmd, er := lookup(argv)
@@ -429,7 +435,7 @@ type pendingRead struct {
 // plainRead reports whether argv is a plain read (outside MULTI, not
 // blocking, keys in one shard) that can be batched with its neighbours.
 func (s *Server) plainRead(c *client, argv [][]byte) (shard, slot int, name string, ok bool) {
-	if c.multi != nil || !c.authed {
+	if c.multi != nil || !c.authed || c.restricted(s) {
 		return 0, 0, "", false
 	}
 	cmd, er := lookup(argv)
@@ -471,6 +477,9 @@ func (s *Server) exec(c *client, argv [][]byte) reply {
 	}
 	c.lastCmdName = cmd.Name
 	c.publish()
+	if er := s.checkPerm(c, cmd, argv); er != nil {
+		return er
+	}
 	switch cmd.Name {
 	case "multi":
 		return s.cmdMulti(c)

@@ -1,0 +1,349 @@
+package resp
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/raftstream/raftstream/engine"
+)
+
+// aclLogMax is how many ACL LOG entries are kept (Redis's acllog-max-len).
+const aclLogMax = 128
+
+// aclLog is ACL LOG: denied commands and keys and failed AUTHs, newest
+// first; a repeat of the same denial within 60 s bumps the entry's count.
+type aclLog struct {
+	mu      sync.Mutex
+	entries []*aclLogEntry
+}
+
+type aclLogEntry struct {
+	count                           int64
+	reason, context, object, userNm string
+	created, updated                time.Time
+	clientInfo                      string
+}
+
+func (l *aclLog) add(c *client, reason, object, user string) {
+	now := time.Now()
+	ctx := "toplevel"
+	if c.multi != nil {
+		ctx = "multi"
+	}
+	info := c.infoLine()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, e := range l.entries {
+		if e.reason == reason && e.context == ctx && e.object == object && e.userNm == user &&
+			now.Sub(e.updated) < 60*time.Second {
+			e.count++
+			e.updated, e.clientInfo = now, info
+			copy(l.entries[1:i+1], l.entries[:i])
+			l.entries[0] = e
+			return
+		}
+	}
+	e := &aclLogEntry{count: 1, reason: reason, context: ctx, object: object, userNm: user,
+		created: now, updated: now, clientInfo: info}
+	l.entries = append([]*aclLogEntry{e}, l.entries...)
+	if len(l.entries) > aclLogMax {
+		l.entries = l.entries[:aclLogMax]
+	}
+}
+
+func (l *aclLog) reply(n int) reply {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	out := engine.Array{}
+	for i, e := range l.entries {
+		if i >= n {
+			break
+		}
+		out = append(out, engine.Map{
+			engine.Bulk("count"), engine.Integer(e.count),
+			engine.Bulk("reason"), engine.Bulk(e.reason),
+			engine.Bulk("context"), engine.Bulk(e.context),
+			engine.Bulk("object"), engine.Bulk(e.object),
+			engine.Bulk("username"), engine.Bulk(e.userNm),
+			engine.Bulk("age-seconds"), engine.Double(float64(now.Sub(e.created).Milliseconds()) / 1000),
+			engine.Bulk("client-info"), engine.Bulk(e.clientInfo),
+		})
+	}
+	return out
+}
+
+func (l *aclLog) reset() {
+	l.mu.Lock()
+	l.entries = nil
+	l.mu.Unlock()
+}
+
+func init() {
+	const cats = "@admin @slow @dangerous"
+	acl := add(&Command{Name: "acl", Arity: -2, Categories: "@slow", Group: "server", Since: "6.0.0", Summary: "A container for Access List Control commands."})
+	sub(acl,
+		&Command{Name: "setuser", Arity: -3, Flags: fAdm, Categories: cats, Kind: KindLocal, local: cmdACLSetUser, Group: "server", Since: "6.0.0", Summary: "Creates and modifies an ACL user and its rules."},
+		&Command{Name: "getuser", Arity: 3, Flags: fAdm, Categories: cats, Kind: KindLocal, local: cmdACLGetUser, Group: "server", Since: "6.0.0", Summary: "Lists the ACL rules of a user."},
+		&Command{Name: "deluser", Arity: -3, Flags: fAdm, Categories: cats, Kind: KindLocal, local: cmdACLDelUser, Group: "server", Since: "6.0.0", Summary: "Deletes ACL users, and terminates their connections."},
+		&Command{Name: "list", Arity: 2, Flags: fAdm, Categories: cats, Kind: KindLocal, local: cmdACLList, Group: "server", Since: "6.0.0", Summary: "Dumps the effective rules in ACL file format."},
+		&Command{Name: "users", Arity: 2, Flags: fAdm, Categories: cats, Kind: KindLocal, local: cmdACLUsers, Group: "server", Since: "6.0.0", Summary: "Lists all ACL users."},
+		&Command{Name: "whoami", Arity: 2, Flags: FlagNoScript | FlagLoading | FlagStale, Categories: "@slow", Kind: KindLocal, local: cmdACLWhoami, Group: "server", Since: "6.0.0", Summary: "Returns the authenticated username of the current connection."},
+		&Command{Name: "cat", Arity: -2, Flags: FlagNoScript | FlagLoading | FlagStale, Categories: "@slow", Kind: KindLocal, local: cmdACLCat, Group: "server", Since: "6.0.0", Summary: "Lists the ACL categories, or the commands inside a category."},
+		&Command{Name: "log", Arity: -2, Flags: fAdm, Categories: cats, Kind: KindLocal, local: cmdACLLog, Group: "server", Since: "6.0.0", Summary: "Lists recent security events generated due to ACL rules."},
+		&Command{Name: "dryrun", Arity: -4, Flags: fAdm, Categories: cats, Kind: KindLocal, local: cmdACLDryRun, Group: "server", Since: "7.0.0", Summary: "Simulates the execution of a command by a user, without executing the command."},
+	)
+}
+
+func cmdACLSetUser(s *Server, c *client, argv [][]byte) reply {
+	ops := make([]string, 0, len(argv)-3)
+	for _, a := range argv[3:] {
+		ops = append(ops, string(a))
+	}
+	if er := s.aclSetUser(string(argv[2]), ops); er != nil {
+		return er
+	}
+	return engine.OK
+}
+
+func cmdACLGetUser(s *Server, c *client, argv [][]byte) reply {
+	u := s.acl.get(string(argv[2]))
+	if u == nil {
+		return engine.NullBulk{}
+	}
+	flags := engine.Array{}
+	if u.enabled {
+		flags = append(flags, engine.Bulk("on"))
+	} else {
+		flags = append(flags, engine.Bulk("off"))
+	}
+	if u.nopass {
+		flags = append(flags, engine.Bulk("nopass"))
+	}
+	if u.sanitize {
+		flags = append(flags, engine.Bulk("sanitize-payload"))
+	}
+	pw := engine.Array{}
+	for _, p := range u.passwords {
+		pw = append(pw, engine.Bulk(p))
+	}
+	var keys []string
+	if u.allKeys {
+		keys = []string{"~*"}
+	}
+	for _, p := range u.keys {
+		keys = append(keys, p.String())
+	}
+	channels := ""
+	if u.name == "default" && u.unrestricted() {
+		channels = "&*"
+	}
+	return engine.Map{
+		engine.Bulk("flags"), flags,
+		engine.Bulk("passwords"), pw,
+		engine.Bulk("commands"), engine.Bulk(u.describeRules()),
+		engine.Bulk("keys"), engine.Bulk(strings.Join(keys, " ")),
+		engine.Bulk("channels"), engine.Bulk(channels),
+		engine.Bulk("selectors"), engine.Array{},
+	}
+}
+
+func cmdACLDelUser(s *Server, c *client, argv [][]byte) reply {
+	names := make([]string, 0, len(argv)-2)
+	for _, a := range argv[2:] {
+		names = append(names, string(a))
+	}
+	n, er := s.aclDelUsers(names)
+	if er != nil {
+		return er
+	}
+	return engine.Integer(n)
+}
+
+func cmdACLList(s *Server, c *client, argv [][]byte) reply {
+	out := engine.Array{}
+	for _, u := range s.acl.sortedUsers() {
+		out = append(out, engine.Bulk("user "+u.name+" "+u.describe()))
+	}
+	return out
+}
+
+func cmdACLUsers(s *Server, c *client, argv [][]byte) reply {
+	out := engine.Array{}
+	for _, u := range s.acl.sortedUsers() {
+		out = append(out, engine.Bulk(u.name))
+	}
+	return out
+}
+
+func cmdACLWhoami(s *Server, c *client, argv [][]byte) reply {
+	return engine.Bulk(c.userName())
+}
+
+func cmdACLCat(s *Server, c *client, argv [][]byte) reply {
+	out := engine.Array{}
+	switch len(argv) {
+	case 2:
+		for _, k := range aclCategories {
+			out = append(out, engine.Bulk(k))
+		}
+	case 3:
+		cat := strings.ToLower(string(argv[2]))
+		if !isACLCategory(cat) || cat == "all" {
+			return errorf("ERR Unknown category '%.128s'", argv[2])
+		}
+		for _, n := range sortedNames() {
+			cmd := table[n]
+			if hasCategory(cmd, cat) {
+				out = append(out, engine.Bulk(cmd.Name))
+			}
+			for _, sn := range sortedSubs(cmd) {
+				if hasCategory(sn, cat) {
+					out = append(out, engine.Bulk(sn.Name))
+				}
+			}
+		}
+	default:
+		return errSyntax
+	}
+	return out
+}
+
+func sortedSubs(cmd *Command) []*Command {
+	var out []*Command
+	for _, n := range sortedKeys(cmd.Sub) {
+		out = append(out, cmd.Sub[n])
+	}
+	return out
+}
+
+func sortedKeys(m map[string]*Command) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j] < out[j-1]; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
+
+func cmdACLLog(s *Server, c *client, argv [][]byte) reply {
+	n := 10
+	if len(argv) == 3 {
+		if strings.EqualFold(string(argv[2]), "RESET") {
+			s.acl.log.reset()
+			return engine.OK
+		}
+		v, err := strconv.ParseInt(string(argv[2]), 10, 64)
+		if err != nil {
+			return errorf("ERR value is not an integer or out of range")
+		}
+		n = int(max(0, min(v, aclLogMax)))
+	} else if len(argv) > 3 {
+		return errSyntax
+	}
+	return s.acl.log.reply(n)
+}
+
+func cmdACLDryRun(s *Server, c *client, argv [][]byte) reply {
+	u := s.acl.get(string(argv[2]))
+	if u == nil {
+		return errorf("ERR User '%s' not found", argv[2])
+	}
+	cargv := argv[3:]
+	cmd, er := lookup(cargv)
+	if er != nil {
+		if strings.HasPrefix(er.Msg, "ERR unknown command") {
+			return errorf("ERR Command '%s' not found", cargv[0])
+		}
+		return er
+	}
+	if !u.unrestricted() {
+		if !u.allowed(cmd) {
+			return engine.Bulk("This user has no permissions to run the '" + cmd.Name + "' command")
+		}
+		if k := deniedKey(u, cmd, cargv); k != nil {
+			return engine.Bulk("This user has no permissions to access the '" + string(k) + "' key")
+		}
+	}
+	return engine.OK
+}
+
+// ACLApplier replicates ACL changes: when set (Config.ACLApply), SETUSER and
+// DELUSER are handed to it instead of being applied locally, and every node
+// applies them through ApplyACL once committed.
+type ACLApplier func(argv [][]byte) error
+
+// aclSetUser changes a user, through Config.ACLApply when set. Modifiers are
+// validated locally first so that a bad one is refused without a round trip.
+func (s *Server) aclSetUser(name string, ops []string) *errReply {
+	if s.cfg.ACLApply == nil {
+		return s.acl.setUser(name, ops)
+	}
+	probe := newACLStore("")
+	if u := s.acl.get(name); u != nil {
+		probe.users[name] = u
+	}
+	if er := probe.setUser(name, ops); er != nil {
+		return er
+	}
+	argv := [][]byte{[]byte("SETUSER"), []byte(name)}
+	for _, o := range ops {
+		argv = append(argv, []byte(o))
+	}
+	if err := s.cfg.ACLApply(argv); err != nil {
+		return errorf("ERR %v", err)
+	}
+	return nil
+}
+
+func (s *Server) aclDelUsers(names []string) (int, *errReply) {
+	if s.cfg.ACLApply == nil {
+		return s.acl.delUsers(names)
+	}
+	n := 0
+	for _, name := range names {
+		if name == "default" {
+			return 0, errorf("ERR The 'default' user cannot be removed")
+		}
+		if s.acl.get(name) != nil {
+			n++
+		}
+	}
+	argv := [][]byte{[]byte("DELUSER")}
+	for _, nm := range names {
+		argv = append(argv, []byte(nm))
+	}
+	if err := s.cfg.ACLApply(argv); err != nil {
+		return 0, errorf("ERR %v", err)
+	}
+	return n, nil
+}
+
+// ApplyACL applies a replicated ACL change (argv as handed to
+// Config.ACLApply: "SETUSER name op..." or "DELUSER name..."). Every node
+// calls it for each committed change, in log order.
+func (s *Server) ApplyACL(argv [][]byte) {
+	if len(argv) < 2 {
+		return
+	}
+	switch strings.ToUpper(string(argv[0])) {
+	case "SETUSER":
+		ops := make([]string, 0, len(argv)-2)
+		for _, a := range argv[2:] {
+			ops = append(ops, string(a))
+		}
+		_ = s.acl.setUser(string(argv[1]), ops)
+	case "DELUSER":
+		names := make([]string, 0, len(argv)-1)
+		for _, a := range argv[1:] {
+			names = append(names, string(a))
+		}
+		_, _ = s.acl.delUsers(names)
+	}
+}
