@@ -21,7 +21,7 @@ type aclUser struct {
 	name      string
 	enabled   bool
 	nopass    bool
-	sanitize  bool // "sanitize-payload" (set by reset; no effect here: no RESTORE)
+	sanitize  bool     // "sanitize-payload" (set by reset; no effect here: no RESTORE)
 	passwords []string // SHA-256 hex digests, in insertion order
 	allKeys   bool
 	keys      []aclKeyPattern
