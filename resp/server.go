@@ -89,6 +89,7 @@ type Server struct {
 	sem      []chan struct{} // per shard: pipelined writes in flight (MaxInFlight)
 	waiters  *waiters
 	nBlocked atomic.Int64 // connections currently waiting in a blocking read
+	cmdm     *cmdMetrics  // per-command counts and latencies (metrics_cmds.go)
 
 	// draining is set by Shutdown; inflight counts command batches being
 	// executed so that Shutdown can let them finish.
@@ -130,6 +131,7 @@ func New(be Backend, cfg Config) *Server {
 	for i := range s.sem {
 		s.sem[i] = make(chan struct{}, cfg.MaxInFlight)
 	}
+	s.cmdm = newCmdMetrics()
 	be.SetNotify(s.waiters.notify)
 	return s
 }
@@ -289,6 +291,8 @@ type pending struct {
 	proto int
 	argv  [][]byte
 	sem   chan struct{} // the shard's in-flight permits; one is held
+	name  string        // table name and start time, for command metrics
+	start time.Time
 }
 
 // runPipeline executes argvs in order. Writes are submitted without waiting;
@@ -299,6 +303,7 @@ func (s *Server) runPipeline(c *client, argvs [][][]byte) {
 	flush := func() {
 		for _, p := range queue {
 			r := s.waitOne(p.fut, p.slot)
+			s.cmdm.observe(p.name, p.start)
 			if p.sem != nil {
 				<-p.sem
 			}
@@ -326,6 +331,7 @@ func (s *Server) runPipeline(c *client, argvs [][][]byte) {
 			}
 			out, er := s.readUnit(c, run[0].shard, run[0].slot, unit)
 			for k, r := range run {
+				s.cmdm.observe(r.name, r.start)
 				rep := er
 				if er == nil {
 					rep = out[k]
@@ -346,6 +352,7 @@ func (s *Server) runPipeline(c *client, argvs [][][]byte) {
 			return
 		}
 		s.stats.commands.Add(1)
+		start := time.Now()
 		if len(argv) > maxArgs {
 			flush()
 			flushReads()
@@ -365,7 +372,7 @@ func (s *Server) runPipeline(c *client, argvs [][][]byte) {
 		if shard, slot, name, ok := s.plainRead(c, argv); ok {
 			c.lastCmdName = name
 			flush() // a read sees the connection's earlier writes
-			reads = append(reads, pendingRead{argv: argv, shard: shard, slot: slot})
+			reads = append(reads, pendingRead{argv: argv, shard: shard, slot: slot, name: name, start: start})
 			continue
 		}
 		flushReads() // and a write never overtakes an earlier read
@@ -382,13 +389,16 @@ func (s *Server) runPipeline(c *client, argvs [][][]byte) {
 				sem <- struct{}{}
 			}
 			queue = append(queue, pending{fut: s.be.Submit(shard, [][][]byte{argv}), slot: slot,
-				proto: c.proto, argv: argv, sem: sem})
+				proto: c.proto, argv: argv, sem: sem, name: name, start: start})
 			continue
 		}
 		flush()
 		flushReads()
 		r := s.exec(c, argv)
 		c.publish()
+		if !isBlocking(argv) {
+			s.cmdm.observeArgv(argv, start)
+		}
 		if r != nil {
 			if raw, ok := s.maybeForward(c, r, s.forwardUnit(c, argv), isBlocking(argv)); ok {
 				c.writeRaw(raw)
@@ -430,6 +440,8 @@ func (s *Server) plainWrite(c *client, argv [][]byte) (shard, slot int, name str
 type pendingRead struct {
 	argv        [][]byte
 	shard, slot int
+	name        string // table name and start time, for command metrics
+	start       time.Time
 }
 
 // plainRead reports whether argv is a plain read (outside MULTI, not

@@ -1,0 +1,89 @@
+package resp
+
+import (
+	"sort"
+	"sync/atomic"
+	"time"
+)
+
+// cmdMetrics counts commands by table name (subcommands as "parent|sub")
+// with a latency histogram each. The map is built once from the command
+// table and only read afterwards, so observing takes no lock. Names not in
+// the table are counted under "unknown", which bounds the series.
+type cmdMetrics struct {
+	byName map[string]*cmdMetric
+}
+
+type cmdMetric struct {
+	calls atomic.Uint64
+	// once holds the latency histogram, allocated on the first call (most
+	// commands are never used).
+	once atomic.Pointer[Hist]
+}
+
+func newCmdMetrics() *cmdMetrics {
+	m := &cmdMetrics{byName: map[string]*cmdMetric{"unknown": {}}}
+	for name, c := range table {
+		m.byName[name] = &cmdMetric{}
+		for _, sc := range c.Sub {
+			m.byName[sc.Name] = &cmdMetric{}
+		}
+	}
+	return m
+}
+
+// observe records one command named name (a table name) that started at
+// start. Safe on a nil receiver (servers built without New).
+func (m *cmdMetrics) observe(name string, start time.Time) {
+	if m == nil {
+		return
+	}
+	cm, ok := m.byName[name]
+	if !ok {
+		cm = m.byName["unknown"]
+	}
+	cm.calls.Add(1)
+	h := cm.once.Load()
+	if h == nil {
+		h = NewHist(LatencyBuckets)
+		if !cm.once.CompareAndSwap(nil, h) {
+			h = cm.once.Load()
+		}
+	}
+	h.Observe(time.Since(start).Seconds())
+}
+
+// observeArgv records a command given by its arguments.
+func (m *cmdMetrics) observeArgv(argv [][]byte, start time.Time) {
+	if m == nil || len(argv) == 0 {
+		return
+	}
+	name := "unknown"
+	if cmd, er := lookup(argv); er == nil {
+		name = cmd.Name
+	}
+	m.observe(name, start)
+}
+
+// collect adds the command series (only commands called at least once).
+func (m *cmdMetrics) collect(sc *Scrape) {
+	if m == nil {
+		return
+	}
+	names := make([]string, 0, len(m.byName))
+	for n, cm := range m.byName {
+		if cm.calls.Load() > 0 {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		cm := m.byName[n]
+		l := Label{"cmd", n}
+		sc.Add("raftstream_commands_total", "Commands processed, by command name.", Counter, float64(cm.calls.Load()), l)
+		if h := cm.once.Load(); h != nil {
+			sc.Histogram("raftstream_command_duration_seconds",
+				"Time from reading a command to writing its reply (pipelined writes: until the reply is ready).", h.Value(), l)
+		}
+	}
+}
