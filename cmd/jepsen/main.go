@@ -26,6 +26,7 @@ import (
 	"github.com/raftstream/raftstream/jepsen/history"
 	"github.com/raftstream/raftstream/jepsen/report"
 	"github.com/raftstream/raftstream/jepsen/runner"
+	"github.com/raftstream/raftstream/jepsen/workload"
 )
 
 func main() {
@@ -66,7 +67,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.Int64Var(&cfg.Seed, "seed", time.Now().UnixNano(), "seed of the clients' operation choice")
 	fs.DurationVar(&cfg.OpTimeout, "op-timeout", 500*time.Millisecond, "per-operation timeout (then the outcome is unknown)")
 	fs.DurationVar(&cfg.Duration, "duration", 20*time.Second, "length of the faulty phase")
-	fs.StringVar(&faults, "faults", "kill,stall,pause,reset,delay,blackhole", "faults cycled through: kill pause stall delay reset blackhole bus-stall bus-delay bus-reset bus-blackhole (all but the client-link ones need -bin)")
+	fs.StringVar(&faults, "faults", "kill,stall,pause,reset,delay,blackhole", "faults cycled through (alias -nemesis; \"all\" = every fault): "+strings.Join(runner.AllFaults, " ")+" (all but the client-link ones need -bin)")
+	fs.StringVar(&faults, "nemesis", "kill,stall,pause,reset,delay,blackhole", "alias of -faults")
+	fs.StringVar(&cfg.Workload, "workload", "all", "operation mix: "+strings.Join(workload.Mixes, ", "))
+	fs.StringVar(&cfg.InjectBug, "inject-bug", "", "self-test: start the servers with --debug-inject-bug (ack-before-commit, stale-read, drop-pel-update); the checkers must flag the run")
+	fs.DurationVar(&cfg.Skew, "skew", 5*time.Second, "clock offset applied by the clock-skew fault")
+	fs.DurationVar(&cfg.Duration, "time", 20*time.Second, "alias of -duration")
+	profile := fs.String("profile", "", "preset: ci (every fault and workload on 3 local nodes, under 3 minutes) or soak (every fault, workloads in turn, for -time; default 30m); flags given explicitly override it (-seed replays)")
 	fs.DurationVar(&cfg.FaultEvery, "fault-every", 2*time.Second, "quiet time before each fault")
 	fs.DurationVar(&cfg.FaultFor, "fault-for", 2*time.Second, "length of each fault")
 	fs.DurationVar(&cfg.Delay, "delay", 50*time.Millisecond, "delay added by the delay fault")
@@ -75,19 +82,29 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return report.ExitUnknown
 	}
-	if serverArgs == "" {
-		serverArgs = "--port {port} --dir {dir}"
-		if cfg.Nodes > 1 {
-			serverArgs += " --cluster-port {bus} --cluster-announce-bus {busannounce} --join {join} --bootstrap-expect {n} --node-name {name}"
-		}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if faults == "all" {
+		faults = strings.Join(runner.AllFaults, ",")
 	}
 	cfg.Args = strings.Fields(serverArgs)
+	if serverArgs == "" {
+		cfg.Args = runner.DefaultArgs(cfg.Nodes)
+	}
 	if faults != "" {
 		cfg.Faults = strings.Split(faults, ",")
 	}
 	cfg.Log = slog.New(slog.NewTextHandler(stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if *profile != "" {
+		runs, err := profileRuns(*profile, cfg, set)
+		if err != nil {
+			fmt.Fprintln(stderr, "jepsen:", err)
+			return report.ExitUnknown
+		}
+		return runAll(ctx, runs, stdout, stderr)
+	}
 	fmt.Fprintf(stdout, "seed %d\n", cfg.Seed)
 	out, err := runner.Run(ctx, cfg)
 	if err != nil {

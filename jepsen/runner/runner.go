@@ -12,13 +12,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/raftstream/raftstream/jepsen/checker"
 	"github.com/raftstream/raftstream/jepsen/history"
-	"github.com/raftstream/raftstream/jepsen/local"
 	"github.com/raftstream/raftstream/jepsen/report"
 	"github.com/raftstream/raftstream/jepsen/workload"
 )
@@ -32,13 +32,45 @@ const (
 	FaultKill      = "kill"      // SIGKILL the server, restart it after the fault window
 	FaultPause     = "pause"     // SIGSTOP the server for the fault window, then SIGCONT
 
-	// Cluster-bus faults on the link into one node from all its peers (an
+	// Cluster-bus faults on the links into one node from all its peers (an
 	// asymmetric partition: the node still reaches its peers).
 	FaultBusStall     = "bus-stall"
 	FaultBusBlackhole = "bus-blackhole"
 	FaultBusDelay     = "bus-delay"
 	FaultBusReset     = "bus-reset"
+
+	// Partitions of the node-to-node links (bytes dropped both ways).
+	FaultPartitionOne    = "partition-one"    // isolate one node
+	FaultPartitionLeader = "partition-leader" // isolate the leader of the first stream's shard
+	FaultPartitionHalves = "partition-halves" // random halves (seeded)
+	FaultPartitionRing   = "partition-ring"   // each node reaches only its ring neighbours (majorities ring; no cut with 3 nodes)
+	FaultPartitionBridge = "partition-bridge" // two halves, one node in both
+	FaultOneWay          = "oneway"           // connections one node opens to its peers lose every byte; inbound links pass
+	FaultLinkDelay       = "link-delay"       // every bus link of one node delayed by Config.Delay, both ways
+	// FaultLeaderPause pauses the current leader of the first stream's shard
+	// (SIGSTOP) for the window: raftstream has no admin leadership-transfer
+	// command, so leadership moves by election.
+	FaultLeaderPause = "leader-pause"
+	// FaultClockSkew restarts one node (SIGKILL) with its wall clock offset
+	// by ±Config.Skew (raftstream --debug-clock-offset), and back at the end.
+	FaultClockSkew = "clock-skew"
 )
+
+// AllFaults lists every fault, client-link ones first.
+var AllFaults = []string{FaultStall, FaultDelay, FaultReset, FaultBlackhole, FaultKill, FaultPause,
+	FaultBusStall, FaultBusBlackhole, FaultBusDelay, FaultBusReset, FaultPartitionOne, FaultPartitionLeader,
+	FaultPartitionHalves, FaultPartitionRing, FaultPartitionBridge, FaultOneWay, FaultLinkDelay,
+	FaultLeaderPause, FaultClockSkew}
+
+// DefaultArgs are the raftstream arguments for nodes started by the runner.
+func DefaultArgs(nodes int) []string {
+	a := "--port {port} --dir {dir} --debug-clock-offset {clock}"
+	if nodes > 1 {
+		a += " --cluster-port {bus} --cluster-announce-bus {busannounce} --join {join} --bootstrap-expect {n}" +
+			" --node-name {name} --debug-dial-map {dialmap}"
+	}
+	return strings.Fields(a)
+}
 
 // Config is one run. Either Bin (start the server) or Addr (use a running
 // one; kill and pause are then unavailable) must be set.
@@ -64,7 +96,14 @@ type Config struct {
 	Faults     []string      // cycled through in order
 	FaultEvery time.Duration // quiet time before each fault
 	FaultFor   time.Duration // length of each fault window
-	Delay      time.Duration // for FaultDelay
+	Delay      time.Duration // for FaultDelay, FaultBusDelay, FaultLinkDelay
+	Skew       time.Duration // for FaultClockSkew; default 5s
+
+	// Workload is the operation mix (workload.Mix*); default all.
+	Workload string
+	// InjectBug is passed to every node as --debug-inject-bug (the
+	// harness's self-test: the checkers must flag the run).
+	InjectBug string
 
 	Checker checker.Options
 	Log     *slog.Logger
@@ -83,15 +122,18 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("runner: OpTimeout %v and Duration %v must be positive", c.OpTimeout, c.Duration)
 	}
 	for _, f := range c.Faults {
-		switch f {
-		case FaultStall, FaultDelay, FaultReset, FaultBlackhole:
-		case FaultKill, FaultPause, FaultBusStall, FaultBusBlackhole, FaultBusDelay, FaultBusReset:
+		switch {
+		case f == FaultStall || f == FaultDelay || f == FaultReset || f == FaultBlackhole:
+		case slices.Contains(AllFaults, f):
 			if c.Bin == "" {
 				return fmt.Errorf("runner: fault %q needs Bin (a server the runner starts)", f)
 			}
 		default:
 			return fmt.Errorf("runner: unknown fault %q", f)
 		}
+	}
+	if c.Workload != "" && !slices.Contains(workload.Mixes, c.Workload) {
+		return fmt.Errorf("runner: unknown workload %q (want one of %s)", c.Workload, strings.Join(workload.Mixes, ", "))
 	}
 	if len(c.Faults) > 0 && (c.FaultEvery <= 0 || c.FaultFor <= 0) {
 		return fmt.Errorf("runner: FaultEvery %v and FaultFor %v must be positive", c.FaultEvery, c.FaultFor)
@@ -138,7 +180,9 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	for i := range keys {
 		keys[i] = fmt.Sprintf("jepsen:{s%d}", i)
 	}
-	wl := workload.New(workload.Config{Keys: keys, Clients: cfg.Clients, Seed: cfg.Seed, Timeout: cfg.OpTimeout},
+	sut.keys = keys
+	wl := workload.New(workload.Config{Keys: keys, Clients: cfg.Clients, Seed: cfg.Seed, Timeout: cfg.OpTimeout,
+		Mix: cfg.Workload},
 		sut.target, w)
 	out := &Outcome{}
 	// 3. Setup, retried while the server elects leaders.
@@ -182,10 +226,13 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	}
 	out.History = h
 	out.Results = checker.Run(h, cfg.Checker)
-	notes := []string{fmt.Sprintf("%d clients, %d streams, op timeout %v, faulty phase %v, faults %s every %v for %v",
-		cfg.Clients, cfg.Keys, cfg.OpTimeout, cfg.Duration, strings.Join(cfg.Faults, ","), cfg.FaultEvery, cfg.FaultFor)}
+	notes := []string{fmt.Sprintf("%d clients, %d streams, workload %s, op timeout %v, faulty phase %v, faults %s every %v for %v",
+		cfg.Clients, cfg.Keys, cfg.Workload, cfg.OpTimeout, cfg.Duration, strings.Join(cfg.Faults, ","), cfg.FaultEvery, cfg.FaultFor)}
 	if cfg.Bin != "" {
 		notes = append(notes, "server: "+cfg.Bin+" "+strings.Join(cfg.Args, " "))
+	}
+	if cfg.InjectBug != "" {
+		notes = append(notes, "self-test: the servers run with --debug-inject-bug "+cfg.InjectBug)
 	}
 	if out.Err != nil {
 		notes = append(notes, "harness error: "+out.Err.Error())
@@ -196,56 +243,6 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		return out, err
 	}
 	return out, nil
-}
-
-// nemesis cycles through cfg.Faults until ctx ends: quiet for FaultEvery,
-// then one fault for FaultFor (cut short by ctx), recorded as start/stop.
-// The i-th fault hits node i mod Nodes (its process, or its client link).
-func nemesis(ctx context.Context, cfg Config, w *history.Writer, s *system, log *slog.Logger) error {
-	var errs []error
-	for i := 0; len(cfg.Faults) > 0; i++ {
-		if !sleep(ctx, cfg.FaultEvery) {
-			break
-		}
-		f := cfg.Faults[i%len(cfg.Faults)]
-		j := i % len(s.nodes)
-		n, p := s.nodes[j], s.proxies[j]
-		name := f + " " + n.Name
-		if f == FaultDelay || f == FaultBusDelay {
-			name = fmt.Sprintf("%s %v %s", f, cfg.Delay, n.Name)
-		}
-		if strings.HasPrefix(f, "bus-") {
-			p = s.bus[j]
-		}
-		w.Nemesis(history.Start, name)
-		log.Info("fault", "start", name)
-		switch f {
-		case FaultStall, FaultBusStall:
-			p.Set(local.Stall, 0)
-		case FaultDelay, FaultBusDelay:
-			p.Set(local.Delay, cfg.Delay)
-		case FaultReset, FaultBusReset:
-			p.Set(local.Reset, 0)
-		case FaultBlackhole, FaultBusBlackhole:
-			p.Set(local.Blackhole, 0)
-		case FaultKill:
-			errs = append(errs, n.Kill())
-		case FaultPause:
-			errs = append(errs, n.Pause())
-		}
-		sleep(ctx, cfg.FaultFor)
-		switch f {
-		case FaultKill:
-			errs = append(errs, n.Start(30*time.Second))
-		case FaultPause:
-			errs = append(errs, n.Resume())
-		default:
-			p.Set(local.Pass, 0)
-		}
-		w.Nemesis(history.Stop, name)
-		log.Info("fault", "stop", name)
-	}
-	return errors.Join(errs...)
 }
 
 // sleep waits d or until ctx ends; it reports whether d passed.

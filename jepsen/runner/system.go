@@ -20,17 +20,24 @@ import (
 // system is the servers under test as the clients reach them: node i is
 // behind proxies[i], and conns[i] dials that proxy. With Config.Addr there is
 // one pseudo-node that cannot be killed or paused.
+//
+// Node-to-node links: every directed bus link ni→nj goes through its own
+// proxy in net (endpoints named n1…). Nodes announce their real bus address;
+// node i is started with --debug-dial-map so that when it dials nj's bus it
+// dials the ni→nj proxy instead. So any partition, one-way loss or delay
+// between nodes can be applied per link.
 type system struct {
 	nodes   []*local.Node
 	proxies []*local.Proxy
-	bus     []*local.Proxy // node i's inbound cluster-bus link, when started with Bin
+	net     *local.Net
+	keys    []string // the workload's streams
 	clients []*redis.Client
 	route   map[string]workload.Conn // a node's own address (as MOVED names it) → its proxied conn
 }
 
 // startNodes starts cfg.Nodes servers (or wraps cfg.Addr) and their proxies.
 func startNodes(cfg Config, log *slog.Logger) (*system, error) {
-	s := &system{route: map[string]workload.Conn{}}
+	s := &system{route: map[string]workload.Conn{}, net: local.NewNet()}
 	var addrs []string
 	if cfg.Bin == "" {
 		s.nodes = []*local.Node{{Name: "n1"}}
@@ -51,20 +58,33 @@ func startNodes(cfg Config, log *slog.Logger) (*system, error) {
 			if err != nil {
 				return nil, err
 			}
-			// Peers reach the node's bus through a proxy, so the bus faults
-			// can cut or slow everything the node receives from its peers.
-			bp, err := local.NewProxy("127.0.0.1:0", "127.0.0.1:"+strconv.Itoa(busPort))
-			if err != nil {
-				s.close()
-				return nil, err
-			}
-			s.bus = append(s.bus, bp)
 			name := "n" + strconv.Itoa(i+1)
-			bus = append(bus, bp.Addr())
-			s.nodes = append(s.nodes, &local.Node{Name: name, Bin: cfg.Bin, Args: cfg.Args, Port: port,
+			busAddr := "127.0.0.1:" + strconv.Itoa(busPort)
+			bus = append(bus, busAddr)
+			args := append([]string(nil), cfg.Args...)
+			if cfg.InjectBug != "" {
+				args = append(args, "--debug-inject-bug", cfg.InjectBug)
+			}
+			s.nodes = append(s.nodes, &local.Node{Name: name, Bin: cfg.Bin, Args: args, Port: port,
 				Dir: filepath.Join(dir, name), Log: filepath.Join(cfg.Out, name+".log"),
-				Vars: map[string]string{"bus": strconv.Itoa(busPort), "busannounce": bp.Addr(), "name": name,
-					"n": strconv.Itoa(count)}})
+				Vars: map[string]string{"bus": strconv.Itoa(busPort), "busannounce": busAddr, "name": name,
+					"n": strconv.Itoa(count), "clock": "0s"}})
+		}
+		// One proxy per directed bus link; node i dials them via its dial map.
+		for i, n := range s.nodes {
+			var dm []string
+			for j, m := range s.nodes {
+				if i == j {
+					continue
+				}
+				a, err := s.net.Add(n.Name, m.Name, bus[j])
+				if err != nil {
+					s.close()
+					return nil, err
+				}
+				dm = append(dm, bus[j]+"="+a)
+			}
+			n.Vars["dialmap"] = strings.Join(dm, ",")
 		}
 		for _, n := range s.nodes {
 			n.Vars["join"] = strings.Join(bus, ",")
@@ -132,9 +152,10 @@ func (s *system) waitReady(ctx context.Context, keys []string) error {
 // heal clears every link fault and restarts nodes that are down.
 func (s *system) heal() error {
 	var errs []error
-	for _, p := range append(append([]*local.Proxy(nil), s.proxies...), s.bus...) {
+	for _, p := range s.proxies {
 		p.Set(local.Pass, 0)
 	}
+	s.net.Heal()
 	for _, n := range s.nodes {
 		if n.Bin == "" {
 			continue
@@ -153,12 +174,31 @@ func (s *system) close() {
 	for _, c := range s.clients {
 		_ = c.Close()
 	}
-	for _, p := range append(append([]*local.Proxy(nil), s.proxies...), s.bus...) {
+	for _, p := range s.proxies {
 		_ = p.Close()
 	}
+	_ = s.net.Close()
 	for _, n := range s.nodes {
 		if n.Bin != "" {
 			_ = n.Stop(10 * time.Second)
 		}
 	}
+}
+
+// leader returns the index of the node that serves key without a
+// redirection (the leader of its shard), asking every node directly; ok is
+// false when none answers within timeout.
+func (s *system) leader(ctx context.Context, key string, timeout time.Duration) (int, bool) {
+	for i, p := range s.proxies {
+		if !s.nodes[i].Running() && s.nodes[i].Bin != "" {
+			continue
+		}
+		c, cancel := context.WithTimeout(ctx, timeout)
+		_, err := s.route[p.Target()].Do(c, "XLEN", key)
+		cancel()
+		if err == nil {
+			return i, true
+		}
+	}
+	return 0, false
 }

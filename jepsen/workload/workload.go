@@ -43,7 +43,21 @@ type Config struct {
 	Clients int           // concurrent processes; default 4
 	Seed    int64         // seeds each process's operation choice (seed + process)
 	Timeout time.Duration // per operation; default 1s
+	// Mix is the operation mix of Run: MixAll (default), MixAppend,
+	// MixGroup or MixIdempotent.
+	Mix string
 }
+
+// Operation mixes.
+const (
+	MixAll        = "all"        // appends, reads and the consumer group
+	MixAppend     = "append"     // XADD, XRANGE, XREAD
+	MixGroup      = "group"      // a few appends, mostly XREADGROUP/XACK/XAUTOCLAIM/XPENDING
+	MixIdempotent = "idempotent" // XADD IDMP retried while the outcome is unknown, XRANGE, XREAD
+)
+
+// Mixes lists the valid Config.Mix values.
+var Mixes = []string{MixAll, MixAppend, MixGroup, MixIdempotent}
 
 func (c *Config) defaults() {
 	if len(c.Keys) == 0 {
@@ -57,6 +71,9 @@ func (c *Config) defaults() {
 	}
 	if c.Timeout == 0 {
 		c.Timeout = time.Second
+	}
+	if c.Mix == "" {
+		c.Mix = MixAll
 	}
 }
 
@@ -131,7 +148,35 @@ func (wl *Workload) Run(ctx context.Context, ops int) {
 }
 
 func (wl *Workload) random(ctx context.Context, pr *proc, k string) {
-	switch x := pr.rnd.Intn(100); {
+	x := pr.rnd.Intn(100)
+	switch wl.cfg.Mix {
+	case MixAppend:
+		switch {
+		case x < 60:
+			wl.xadd(ctx, pr, k)
+		case x < 80:
+			wl.xrange(ctx, pr, k)
+		default:
+			wl.xread(ctx, pr, k)
+		}
+		return
+	case MixIdempotent:
+		switch {
+		case x < 60:
+			wl.xaddIdmp(ctx, pr, k)
+		case x < 80:
+			wl.xrange(ctx, pr, k)
+		default:
+			wl.xread(ctx, pr, k)
+		}
+		return
+	case MixGroup:
+		x = 40 + x*60/100 // no XRANGE/XREAD below
+		if x < 50 {
+			x -= 20 // some appends
+		}
+	}
+	switch {
 	case x < 40:
 		wl.xadd(ctx, pr, k)
 	case x < 50:

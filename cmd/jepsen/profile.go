@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/raftstream/raftstream/jepsen/checker"
+	"github.com/raftstream/raftstream/jepsen/report"
+	"github.com/raftstream/raftstream/jepsen/runner"
+	"github.com/raftstream/raftstream/jepsen/workload"
+)
+
+// profileRuns expands a profile into runs. base carries the parsed flags;
+// set names the flags given explicitly, which override the profile's
+// values (so -seed replays a profile, -nemesis/-workload narrow it).
+//
+//   - ci: 3 nodes; one run of the mixed workload through every fault, then
+//     one run each of the append, group and idempotent mixes through the
+//     node, partition and clock faults. About 2.5 minutes.
+//   - soak: 3 nodes; every fault, the workloads in turn, runs of 5 minutes
+//     (or -time if shorter) until -time (default 30m) is used up.
+func profileRuns(name string, base runner.Config, set map[string]bool) ([]runner.Config, error) {
+	if base.Bin == "" {
+		return nil, fmt.Errorf("profile %s needs -bin", name)
+	}
+	if !set["nodes"] {
+		base.Nodes = 3
+	}
+	if !set["args"] {
+		base.Args = runner.DefaultArgs(base.Nodes)
+	}
+	pick := func(def []string) []string {
+		if set["faults"] || set["nemesis"] {
+			return base.Faults
+		}
+		return def
+	}
+	mix := func(def string) string {
+		if set["workload"] {
+			return base.Workload
+		}
+		return def
+	}
+	var runs []runner.Config
+	add := func(tag, mix string, faults []string, d, every, dur time.Duration) {
+		c := base
+		c.Out = filepath.Join(base.Out, tag)
+		c.Workload, c.Faults, c.FaultEvery, c.FaultFor, c.Duration = mix, faults, every, d, dur
+		c.Seed = base.Seed + int64(len(runs))
+		runs = append(runs, c)
+	}
+	switch name {
+	case "ci":
+		add("1-all", mix(workload.MixAll), pick(runner.AllFaults), 2*time.Second, 500*time.Millisecond, 50*time.Second)
+		short := pick([]string{runner.FaultKill, runner.FaultPartitionLeader, runner.FaultClockSkew, runner.FaultPartitionHalves})
+		add("2-append", mix(workload.MixAppend), short, 2*time.Second, 500*time.Millisecond, 10*time.Second)
+		add("3-group", mix(workload.MixGroup), short, 2*time.Second, 500*time.Millisecond, 10*time.Second)
+		add("4-idempotent", mix(workload.MixIdempotent), short, 2*time.Second, 500*time.Millisecond, 10*time.Second)
+	case "soak":
+		total := base.Duration
+		if !set["time"] && !set["duration"] {
+			total = 30 * time.Minute
+		}
+		per := min(5*time.Minute, total)
+		for i := 0; time.Duration(i)*per < total; i++ {
+			m := workload.Mixes[i%len(workload.Mixes)]
+			add(fmt.Sprintf("%d-%s", i+1, m), mix(m), pick(runner.AllFaults), 3*time.Second, 2*time.Second, per)
+		}
+	default:
+		return nil, fmt.Errorf("unknown profile %q (want ci or soak)", name)
+	}
+	return runs, nil
+}
+
+// runAll performs runs in order, printing each run's summary, then one
+// summary of every checker of every run (named run/checker) ending in
+// "N passed, N failed". The exit code is the worst of the runs.
+func runAll(ctx context.Context, runs []runner.Config, stdout, stderr io.Writer) int {
+	var all []checker.Result
+	code := report.ExitValid
+	for _, c := range runs {
+		tag := filepath.Base(c.Out)
+		fmt.Fprintf(stdout, "== run %s: workload %s, faults %s, %v, seed %d\n", tag, c.Workload,
+			strings.Join(c.Faults, ","), c.Duration, c.Seed)
+		start := time.Now()
+		out, err := runner.Run(ctx, c)
+		if err != nil {
+			fmt.Fprintln(stderr, "jepsen:", err)
+		}
+		if out == nil {
+			all = append(all, checker.Result{Name: tag + "/harness", Valid: checker.Unknown, Notes: []string{fmt.Sprint(err)}})
+			code = max(code, report.ExitUnknown)
+			continue
+		}
+		if out.Err != nil {
+			fmt.Fprintln(stderr, "jepsen: harness:", out.Err)
+		}
+		fmt.Fprintf(stdout, "%d events in %v; report %s\n", len(out.History), time.Since(start).Round(time.Second), out.Report)
+		_ = report.Summary(stdout, out.Results)
+		for _, r := range out.Results {
+			r.Name = tag + "/" + r.Name
+			all = append(all, r)
+		}
+		if c := out.ExitCode(); c == report.ExitInvalid || code != report.ExitInvalid && c > code {
+			code = c
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	fmt.Fprintln(stdout, "== all runs")
+	_ = report.Summary(stdout, all)
+	return code
+}

@@ -1,0 +1,182 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand"
+	"strings"
+	"time"
+
+	"github.com/raftstream/raftstream/jepsen/history"
+	"github.com/raftstream/raftstream/jepsen/local"
+)
+
+// nemesis cycles through cfg.Faults until ctx ends: quiet for FaultEvery,
+// then one fault for FaultFor (cut short by ctx), recorded as start/stop.
+// The i-th fault targets node i mod Nodes (its process, its client link or
+// its bus links) unless the fault picks its own (leader, random halves).
+func nemesis(ctx context.Context, cfg Config, w *history.Writer, s *system, log *slog.Logger) error {
+	var errs []error
+	rnd := rand.New(rand.NewSource(cfg.Seed))
+	for i := 0; len(cfg.Faults) > 0; i++ {
+		if !sleep(ctx, cfg.FaultEvery) {
+			break
+		}
+		f := cfg.Faults[i%len(cfg.Faults)]
+		j := i % len(s.nodes)
+		name, undo, err := inject(ctx, cfg, s, f, j, i, rnd)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", f, err))
+		}
+		w.Nemesis(history.Start, name)
+		log.Info("fault", "start", name)
+		sleep(ctx, cfg.FaultFor)
+		if undo != nil {
+			if err := undo(); err != nil {
+				errs = append(errs, fmt.Errorf("undo %s: %w", name, err))
+			}
+		}
+		w.Nemesis(history.Stop, name)
+		log.Info("fault", "stop", name)
+	}
+	return errors.Join(errs...)
+}
+
+// inject starts fault f (the i-th) aimed at node j and returns its name for
+// the history and the function that ends it.
+func inject(ctx context.Context, cfg Config, s *system, f string, j, i int, rnd *rand.Rand) (string, func() error, error) {
+	n, p := s.nodes[j], s.proxies[j]
+	names := make([]string, len(s.nodes))
+	for k, m := range s.nodes {
+		names[k] = m.Name
+	}
+	healNet := func() error { s.net.Heal(); return nil }
+	pass := func() error { p.Set(local.Pass, 0); return nil }
+	into := func(m local.Mode, d time.Duration) { // every link into n
+		for _, l := range s.net.Links() {
+			if l.To == n.Name {
+				_ = s.net.Set(l.From, l.To, m, d)
+			}
+		}
+	}
+	switch f {
+	case FaultStall:
+		p.Set(local.Stall, 0)
+		return f + " " + n.Name, pass, nil
+	case FaultDelay:
+		p.Set(local.Delay, cfg.Delay)
+		return fmt.Sprintf("%s %v %s", f, cfg.Delay, n.Name), pass, nil
+	case FaultReset:
+		p.Set(local.Reset, 0)
+		return f + " " + n.Name, pass, nil
+	case FaultBlackhole:
+		p.Set(local.Blackhole, 0)
+		return f + " " + n.Name, pass, nil
+	case FaultKill:
+		err := n.Kill()
+		return f + " " + n.Name, func() error { return n.Start(30 * time.Second) }, err
+	case FaultPause:
+		err := n.Pause()
+		return f + " " + n.Name, n.Resume, err
+	case FaultBusStall:
+		into(local.Stall, 0)
+		return f + " " + n.Name, healNet, nil
+	case FaultBusBlackhole:
+		into(local.Blackhole, 0)
+		return f + " " + n.Name, healNet, nil
+	case FaultBusReset:
+		into(local.Reset, 0)
+		return f + " " + n.Name, healNet, nil
+	case FaultBusDelay:
+		into(local.Delay, cfg.Delay)
+		return fmt.Sprintf("%s %v %s", f, cfg.Delay, n.Name), healNet, nil
+	case FaultPartitionOne:
+		return s.net.Isolate(local.Blackhole, 0, n.Name), healNet, nil
+	case FaultPartitionLeader:
+		l, ok := s.leader(ctx, s.keys[0], 300*time.Millisecond)
+		if !ok {
+			l = j
+		}
+		return s.net.Isolate(local.Blackhole, 0, names[l]) + " (leader of " + s.keys[0] + ")", healNet, nil
+	case FaultPartitionHalves:
+		perm := rnd.Perm(len(names))
+		var a, b []string
+		for k, x := range perm {
+			if k < len(perm)/2 {
+				a = append(a, names[x])
+			} else {
+				b = append(b, names[x])
+			}
+		}
+		return s.net.Partition(local.Blackhole, 0, a, b), healNet, nil
+	case FaultPartitionRing:
+		k := len(names)
+		for _, l := range s.net.Links() {
+			a, b := index(names, l.From), index(names, l.To)
+			d := (a - b + k) % k
+			if d == 1 || d == k-1 {
+				_ = s.net.Set(l.From, l.To, local.Pass, 0)
+			} else {
+				_ = s.net.Set(l.From, l.To, local.Blackhole, 0)
+			}
+		}
+		return "partition ring " + strings.Join(names, "-") + " blackhole", healNet, nil
+	case FaultPartitionBridge:
+		// n is the bridge; the others split into two halves that only it joins.
+		var rest []string
+		for k := 1; k < len(names); k++ {
+			rest = append(rest, names[(j+k)%len(names)])
+		}
+		a, b := rest[:len(rest)/2], rest[len(rest)/2:]
+		s.net.Partition(local.Blackhole, 0, a, b)
+		return fmt.Sprintf("partition bridge %s|%s via %s blackhole", strings.Join(a, ","), strings.Join(b, ","), n.Name), healNet, nil
+	case FaultOneWay:
+		for _, l := range s.net.Links() {
+			if l.From == n.Name {
+				_ = s.net.Set(l.From, l.To, local.Blackhole, 0)
+			}
+		}
+		return "oneway " + n.Name + "→peers blackhole", healNet, nil
+	case FaultLinkDelay:
+		for _, l := range s.net.Links() {
+			if l.From == n.Name || l.To == n.Name {
+				_ = s.net.Set(l.From, l.To, local.Delay, cfg.Delay)
+			}
+		}
+		return fmt.Sprintf("%s %v %s", f, cfg.Delay, n.Name), healNet, nil
+	case FaultLeaderPause:
+		l, ok := s.leader(ctx, s.keys[0], 300*time.Millisecond)
+		if !ok {
+			l = j
+		}
+		m := s.nodes[l]
+		err := m.Pause()
+		return fmt.Sprintf("%s %s (leader of %s)", f, m.Name, s.keys[0]), m.Resume, err
+	case FaultClockSkew:
+		skew := cfg.Skew
+		if skew == 0 {
+			skew = 5 * time.Second
+		}
+		if i%2 == 1 {
+			skew = -skew
+		}
+		restart := func(off time.Duration) error {
+			n.Vars["clock"] = off.String()
+			return errors.Join(n.Kill(), n.Start(30*time.Second))
+		}
+		err := restart(skew)
+		return fmt.Sprintf("%s %v %s", f, skew, n.Name), func() error { return restart(0) }, err
+	}
+	return f, nil, fmt.Errorf("unknown fault %q", f)
+}
+
+func index(xs []string, x string) int {
+	for i, y := range xs {
+		if y == x {
+			return i
+		}
+	}
+	return -1
+}
