@@ -389,6 +389,7 @@ type aclStore struct {
 	mu    sync.Mutex
 	users map[string]*aclUser
 	log   aclLog
+	sync  aclSync // replication (acl_repl.go)
 }
 
 // newACLStore returns the users a fresh server has: "default", with

@@ -282,6 +282,9 @@ type ACLApplier func(argv [][]byte) error
 // aclSetUser changes a user, through Config.ACLApply when set. Modifiers are
 // validated locally first so that a bad one is refused without a round trip.
 func (s *Server) aclSetUser(name string, ops []string) *errReply {
+	if s.aclReplicated() {
+		return s.replicatedSetUser(name, ops)
+	}
 	if s.cfg.ACLApply == nil {
 		return s.acl.setUser(name, ops)
 	}
@@ -303,6 +306,9 @@ func (s *Server) aclSetUser(name string, ops []string) *errReply {
 }
 
 func (s *Server) aclDelUsers(names []string) (int, *errReply) {
+	if s.aclReplicated() {
+		return s.replicatedDelUsers(names)
+	}
 	if s.cfg.ACLApply == nil {
 		return s.acl.delUsers(names)
 	}
