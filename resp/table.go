@@ -281,6 +281,13 @@ func init() {
 		&Command{Name: "countkeysinslot", Arity: 3, Flags: FlagStale, Categories: "@slow", Kind: KindLocal, local: cmdClusterCountKeys, Group: "cluster", Since: "3.0.0", Summary: "Returns the number of keys in a hash slot."},
 		&Command{Name: "getkeysinslot", Arity: 4, Flags: FlagStale, Categories: "@slow", Tips: []string{"nondeterministic_output"}, Kind: KindLocal, local: cmdClusterGetKeys, Group: "cluster", Since: "3.0.0", Summary: "Returns the key names in a hash slot."},
 	)
+	// ---- raftstream administration (admin_cmds.go) ----
+	rs := add(&Command{Name: "raftstream", Arity: -2, Categories: "@admin @slow @dangerous", Group: "server", Since: "7.0.0", Summary: "A container for raftstream administration commands."})
+	sub(rs,
+		&Command{Name: "status", Arity: 2, Flags: FlagAdmin | FlagNoScript | FlagStale, Categories: "@admin @slow @dangerous", Kind: KindLocal, local: cmdRaftstreamStatus, Group: "server", Since: "7.0.0", Summary: "Returns the Raft state of every shard replica hosted on this node."},
+		&Command{Name: "transfer-leader", Arity: -3, Flags: FlagAdmin | FlagNoScript, Categories: "@admin @slow @dangerous", Kind: KindLocal, local: cmdRaftstreamTransferLeader, Group: "server", Since: "7.0.0", Summary: "Hands leadership of a shard led by this node to another replica."},
+		&Command{Name: "snapshot", Arity: -2, Flags: FlagAdmin | FlagNoScript, Categories: "@admin @slow @dangerous", Kind: KindLocal, local: cmdRaftstreamSnapshot, Group: "server", Since: "7.0.0", Summary: "Takes a Raft snapshot of one or every shard replica hosted on this node."},
+	)
 	command := add(&Command{Name: "command", Arity: -1, Flags: fHelp, Categories: "@slow @connection", Tips: []string{"nondeterministic_output_order"}, Kind: KindLocal, local: cmdCommand, Group: "server", Since: "2.8.13", Summary: "Returns detailed information about all commands."})
 	sub(command,
 		&Command{Name: "count", Arity: 2, Flags: fHelp, Categories: "@slow @connection", Kind: KindLocal, local: cmdCommandCount, Group: "server", Since: "2.8.13", Summary: "Returns a count of commands."},

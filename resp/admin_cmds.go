@@ -1,0 +1,118 @@
+package resp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/raftstream/raftstream/engine"
+)
+
+// RAFTSTREAM admin commands (flag admin, category @admin), used by the
+// `raftstream status|transfer-leader|snapshot` subcommands:
+//
+//	RAFTSTREAM STATUS                       one row per LOCAL shard replica:
+//	    [shard, role, term, commit-index, applied-index, last-index, leader-id, leader-changes]
+//	RAFTSTREAM TRANSFER-LEADER shard [node] move leadership of a shard this node leads
+//	RAFTSTREAM SNAPSHOT [shard]             snapshot one (or every) local replica; replies the count taken
+
+// adminTimeout bounds a leadership transfer.
+const adminTimeout = 10 * time.Second
+
+func cmdRaftstreamStatus(s *Server, c *client, argv [][]byte) reply {
+	ab, _ := s.be.(AdminBackend)
+	out := engine.Array{}
+	for i := 0; i < s.be.NumShards(); i++ {
+		st, ok := s.be.ShardStatus(i)
+		if !ok {
+			continue
+		}
+		var changes int64
+		if ab != nil {
+			if fs, ok := ab.ShardStats(i); ok {
+				changes = int64(fs.LeaderChanges)
+			}
+		}
+		out = append(out, engine.Array{
+			engine.Integer(i), engine.Bulk(st.Role), engine.Integer(st.Term),
+			engine.Integer(st.CommitIndex), engine.Integer(st.AppliedIndex), engine.Integer(st.LastIndex),
+			engine.Bulk(st.Leader), engine.Integer(changes),
+		})
+	}
+	return out
+}
+
+// shardArg parses a shard number in range.
+func (s *Server) shardArg(b []byte) (int, *errReply) {
+	n, err := strconv.Atoi(string(b))
+	if err != nil || n < 0 || n >= s.be.NumShards() {
+		return 0, errorf("ERR invalid shard '%s' (0..%d)", b, s.be.NumShards()-1)
+	}
+	return n, nil
+}
+
+func cmdRaftstreamTransferLeader(s *Server, c *client, argv [][]byte) reply {
+	ab, ok := s.be.(AdminBackend)
+	if !ok {
+		return errorf("ERR this node does not support leadership transfer")
+	}
+	shard, er := s.shardArg(argv[2])
+	if er != nil {
+		return er
+	}
+	to := ""
+	if len(argv) > 3 {
+		to = string(argv[3])
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+	defer cancel()
+	if err := ab.TransferLeader(ctx, shard, to); err != nil {
+		return errorf("ERR shard %d: %s", shard, oneLine(err))
+	}
+	return engine.SimpleString("OK")
+}
+
+func cmdRaftstreamSnapshot(s *Server, c *client, argv [][]byte) reply {
+	ab, ok := s.be.(AdminBackend)
+	if !ok {
+		return errorf("ERR this node does not support snapshots")
+	}
+	var shards []int
+	if len(argv) > 2 {
+		shard, er := s.shardArg(argv[2])
+		if er != nil {
+			return er
+		}
+		if _, ok := s.be.ShardStatus(shard); !ok {
+			return errorf("ERR shard %d is not hosted on this node", shard)
+		}
+		shards = []int{shard}
+	} else {
+		for i := 0; i < s.be.NumShards(); i++ {
+			if _, ok := s.be.ShardStatus(i); ok {
+				shards = append(shards, i)
+			}
+		}
+	}
+	taken := 0
+	for _, i := range shards {
+		err := ab.SnapshotShard(i)
+		switch {
+		case err == nil:
+			taken++
+		case errors.Is(err, raft.ErrNothingNewToSnapshot):
+		default:
+			return errorf("ERR shard %d: %s", i, oneLine(err))
+		}
+	}
+	return engine.Integer(taken)
+}
+
+func oneLine(err error) string {
+	return strings.NewReplacer("\r", " ", "\n", " ").Replace(fmt.Sprint(err))
+}
