@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/raftstream/raftstream/fsm"
@@ -48,17 +49,22 @@ type AdminConfig struct {
 // Admin serves the admin endpoints of one node.
 type Admin struct {
 	be  Backend
-	srv *Server // may be nil (no client or command series)
+	srv atomic.Pointer[Server] // nil until SetServer: no client or command series
 	cfg AdminConfig
 	mux *http.ServeMux
 }
 
-// NewAdmin returns the admin handler for be and srv.
+// SetServer attaches the RESP server whose clients and commands /metrics
+// reports (the admin server may start before it, to answer /healthz).
+func (a *Admin) SetServer(srv *Server) { a.srv.Store(srv) }
+
+// NewAdmin returns the admin handler for be and srv (which may be nil).
 func NewAdmin(be Backend, srv *Server, cfg AdminConfig) *Admin {
 	if cfg.ReadyMaxLag == 0 {
 		cfg.ReadyMaxLag = 1000
 	}
-	a := &Admin{be: be, srv: srv, cfg: cfg, mux: http.NewServeMux()}
+	a := &Admin{be: be, cfg: cfg, mux: http.NewServeMux()}
+	a.srv.Store(srv)
 	a.mux.HandleFunc("/metrics", a.serveMetrics)
 	a.mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "ok")
@@ -156,8 +162,7 @@ func (a *Admin) Collect(sc *Scrape) {
 		}
 		a.collectShard(sc, i, st, ab)
 	}
-	if a.srv != nil {
-		s := a.srv
+	if s := a.srv.Load(); s != nil {
 		s.mu.Lock()
 		nc := len(s.clients)
 		s.mu.Unlock()

@@ -3,6 +3,7 @@
 //
 //	raftstream [flags]                     run a node (no flags: single node, all slots, 127.0.0.1:6379)
 //	raftstream health --addr host:port     PING a node; exit 0 if it answers PONG (container healthchecks)
+//	raftstream status|transfer-leader|snapshot --addr host:port ...   operator commands (admin.go)
 //
 // Every flag can also be set through the environment as RAFTSTREAM_<FLAG>,
 // upper case with dashes as underscores (RAFTSTREAM_REQUIREPASS=...); a flag
@@ -34,6 +35,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "health" {
 		os.Exit(health(os.Args[2:], os.Stdout, os.Stderr))
 	}
+	if len(os.Args) > 1 && adminCommands[os.Args[1]] != nil {
+		os.Exit(adminCommands[os.Args[1]](os.Args[2:], os.Stdout, os.Stderr))
+	}
 	if err := run(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "raftstream:", err)
 		os.Exit(1)
@@ -61,6 +65,7 @@ type options struct {
 	heartbeat, election        time.Duration
 	shutdownTimeout            time.Duration
 	cpuProfile                 string
+	admin                      adminOptions // admin.go
 	// Test-only (jepsen/ harness): see the --debug-* flags.
 	debugClockOffset time.Duration
 	debugInjectBug   string
@@ -94,6 +99,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.heartbeat, "raft-heartbeat-timeout", 0, "Raft heartbeat timeout (0 = hashicorp/raft default)")
 	fs.DurationVar(&o.election, "raft-election-timeout", 0, "Raft election timeout (0 = hashicorp/raft default)")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long SIGTERM waits for in-flight commands")
+	registerAdminFlags(fs, &o.admin)
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (diagnostics)")
 	fs.DurationVar(&o.debugClockOffset, "debug-clock-offset", 0, "TEST ONLY (fault-injection harness): offset this node's wall clock as stamped into log entries (clock skew)")
 	fs.StringVar(&o.debugInjectBug, "debug-inject-bug", "", "TEST ONLY (fault-injection harness self-test): inject a known bug: ack-before-commit, stale-read or drop-pel-update")
@@ -171,6 +177,12 @@ func run(args []string) error {
 		_ = node.Close()
 		return err
 	}
+	// /healthz and /readyz answer from here on (--admin-addr).
+	admin, err := startAdmin(ctx, o.admin, node, log)
+	if err != nil {
+		_ = node.Close()
+		return err
+	}
 
 	// 5. Wait (bounded) for every shard to have a leader, so that the first
 	//    clients are not told to retry.
@@ -194,6 +206,9 @@ func run(args []string) error {
 	rcfg.Logger = log
 	rcfg.Port, rcfg.Bind, rcfg.Dir = o.port, o.bind, o.dir
 	srv := resp.New(node, rcfg)
+	if admin != nil {
+		admin.SetServer(srv)
+	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("raftstream ready", "addr", ln.Addr().String(), "dir", o.dir, "node", node.ID(),

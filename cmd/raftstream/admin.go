@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/raftstream/raftstream/cluster"
+	"github.com/raftstream/raftstream/resp"
+)
+
+// Operator subcommands and the admin HTTP server's flags. The logic lives in
+// resp (admin.go, admin_client.go, admin_cmds.go); this file only parses
+// arguments and prints.
+//
+//	raftstream status          --addr host:port        table of nodes and shard replicas
+//	raftstream transfer-leader --addr host:port --shard N [--to node-id]
+//	raftstream snapshot        --addr host:port [--shard N]
+
+// adminCommands maps a subcommand name to its entry point (exit status).
+var adminCommands = map[string]func(args []string, stdout, stderr io.Writer) int{
+	"status":          statusCmd,
+	"transfer-leader": transferLeaderCmd,
+	"snapshot":        snapshotCmd,
+}
+
+// adminOptions are the server's admin HTTP flags.
+type adminOptions struct {
+	addr           string
+	pprof          bool
+	metricsStreams int
+	readyMaxLag    uint64
+}
+
+func registerAdminFlags(fs *flag.FlagSet, o *adminOptions) {
+	fs.StringVar(&o.addr, "admin-addr", "", "admin HTTP listen address for /metrics, /healthz, /readyz (e.g. 127.0.0.1:9121); empty = off")
+	fs.BoolVar(&o.pprof, "pprof", false, "serve net/http/pprof under /debug/pprof/ on --admin-addr")
+	fs.IntVar(&o.metricsStreams, "metrics-streams", 0, "export length, group lag and PEL size of the N longest streams per local shard (0 = off)")
+	fs.Uint64Var(&o.readyMaxLag, "ready-max-lag", 1000, "committed-but-unapplied entries a replica may have and still be ready (/readyz)")
+}
+
+// startAdmin starts the admin HTTP server when --admin-addr is set; it
+// stops when ctx ends. The returned Admin (nil when off) gets the RESP
+// server later through SetServer.
+func startAdmin(ctx context.Context, o adminOptions, node *cluster.Node, log *slog.Logger) (*resp.Admin, error) {
+	if o.addr == "" {
+		return nil, nil
+	}
+	a := resp.NewAdmin(node, nil, resp.AdminConfig{Pprof: o.pprof, MetricsStreams: o.metricsStreams, ReadyMaxLag: o.readyMaxLag})
+	addr, err := a.ListenAndServe(ctx, o.addr)
+	if err != nil {
+		return nil, fmt.Errorf("--admin-addr: %w", err)
+	}
+	log.Info("admin HTTP server listening", "addr", addr.String(), "pprof", o.pprof)
+	return a, nil
+}
+
+// clientFlags are the flags every admin subcommand shares.
+func clientFlags(name string, stderr io.Writer) (*flag.FlagSet, *string, *string, *time.Duration) {
+	fs := flag.NewFlagSet("raftstream "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", "127.0.0.1:6379", "RESP address of a node (host:port)")
+	pass := fs.String("requirepass", os.Getenv("RAFTSTREAM_REQUIREPASS"), "password, if the cluster requires one")
+	timeout := fs.Duration("timeout", 15*time.Second, "per-request timeout")
+	return fs, addr, pass, timeout
+}
+
+func statusCmd(args []string, stdout, stderr io.Writer) int {
+	fs, addr, pass, timeout := clientFlags("status", stderr)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	nodes, rows, err := resp.ClusterStatus(*addr, *pass, *timeout)
+	if err != nil {
+		fmt.Fprintln(stderr, "raftstream status:", err)
+		return 1
+	}
+	if err := resp.WriteStatus(stdout, nodes, rows); err != nil {
+		fmt.Fprintln(stderr, "raftstream status:", err)
+		return 1
+	}
+	return 0
+}
+
+func transferLeaderCmd(args []string, stdout, stderr io.Writer) int {
+	fs, addr, pass, timeout := clientFlags("transfer-leader", stderr)
+	shard := fs.Int("shard", -1, "shard number (required; the node at --addr must lead it)")
+	to := fs.String("to", "", "node ID to hand leadership to (default: the most up-to-date other replica)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *shard < 0 {
+		fmt.Fprintln(stderr, "raftstream transfer-leader: --shard is required")
+		return 2
+	}
+	cmd := []string{"RAFTSTREAM", "TRANSFER-LEADER", fmt.Sprint(*shard)}
+	if *to != "" {
+		cmd = append(cmd, *to)
+	}
+	return doAdmin(*addr, *pass, *timeout, cmd, stdout, stderr)
+}
+
+func snapshotCmd(args []string, stdout, stderr io.Writer) int {
+	fs, addr, pass, timeout := clientFlags("snapshot", stderr)
+	shard := fs.Int("shard", -1, "shard number (default: every shard replica on the node)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cmd := []string{"RAFTSTREAM", "SNAPSHOT"}
+	if *shard >= 0 {
+		cmd = append(cmd, fmt.Sprint(*shard))
+	}
+	return doAdmin(*addr, *pass, *timeout, cmd, stdout, stderr)
+}
+
+// doAdmin runs one admin command and prints its reply.
+func doAdmin(addr, pass string, timeout time.Duration, cmd []string, stdout, stderr io.Writer) int {
+	c, err := resp.DialAdmin(addr, pass, timeout)
+	if err != nil {
+		fmt.Fprintln(stderr, "raftstream:", err)
+		return 1
+	}
+	defer c.Close()
+	v, err := c.Do(cmd...)
+	if err != nil {
+		fmt.Fprintf(stderr, "raftstream: %s: %v\n", strings.ToLower(strings.Join(cmd[:2], " ")), err)
+		return 1
+	}
+	if n, ok := v.(int64); ok {
+		fmt.Fprintf(stdout, "%d snapshot(s) taken\n", n)
+		return 0
+	}
+	fmt.Fprintln(stdout, v)
+	return 0
+}
