@@ -3,6 +3,9 @@
 //
 //	jepsen run   -bin ./raftstream [flags]   start the server, inject faults, check, report
 //	jepsen run   -addr host:port [flags]     the same against a running server (link faults only)
+//	jepsen run   -addr a1,a2,a3 -docker c1,c2,c3 [-docker-network net] [-dry-run] [flags]
+//	                                          a running docker cluster (external driver; see jepsen/external)
+//	jepsen run   -profile ci|soak -bin ./raftstream [-seed n] [-time 30m] [-nemesis …] [-workload …]
 //	jepsen check [-trims] [-out dir] history.jsonl
 //
 // Both print one line per checker and end with "N passed, N failed". The
@@ -23,6 +26,7 @@ import (
 	"time"
 
 	"github.com/raftstream/raftstream/jepsen/checker"
+	"github.com/raftstream/raftstream/jepsen/external"
 	"github.com/raftstream/raftstream/jepsen/history"
 	"github.com/raftstream/raftstream/jepsen/report"
 	"github.com/raftstream/raftstream/jepsen/runner"
@@ -60,7 +64,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Bin, "bin", "", "server binary to start (raftstream)")
 	fs.StringVar(&serverArgs, "args", "", "server arguments; {port} {dir} {bus} {busannounce} {join} {n} {name} are substituted (default: single node, or a cluster when -nodes > 1)")
 	fs.IntVar(&cfg.Nodes, "nodes", 1, "nodes to start with -bin")
-	fs.StringVar(&cfg.Addr, "addr", "", "use a running server at host:port instead of -bin")
+	fs.StringVar(&cfg.Addr, "addr", "", "use a running server at host:port instead of -bin (a cluster: comma-separated, one per node)")
+	var dk external.Docker
+	var containers, ips string
+	fs.StringVar(&containers, "docker", "", "external driver: comma-separated containers of the -addr nodes, in order; enables kill, pause, leader-pause, partition-one, partition-leader through docker")
+	fs.StringVar(&dk.Network, "docker-network", "", "external driver: the cluster network partitions disconnect (e.g. deploy_default)")
+	fs.StringVar(&ips, "docker-ips", "", "external driver: comma-separated fixed IPs to reconnect containers with")
+	fs.BoolVar(&dk.DryRun, "dry-run", false, "external driver: print the docker commands instead of running them")
 	fs.StringVar(&cfg.Out, "out", "jepsen-out", "directory for history.jsonl, report.html, node logs")
 	fs.IntVar(&cfg.Clients, "clients", 8, "concurrent clients")
 	fs.IntVar(&cfg.Keys, "keys", 2, "streams")
@@ -81,6 +91,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.Checker.LinearTimeout, "linear-timeout", 30*time.Second, "linearizability search budget per stream")
 	if err := fs.Parse(args); err != nil {
 		return report.ExitUnknown
+	}
+	if containers != "" {
+		dk.Containers = strings.Split(containers, ",")
+		if ips != "" {
+			dk.IPs = strings.Split(ips, ",")
+		}
+		dk.Out = stdout
+		cfg.Docker = &dk
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })

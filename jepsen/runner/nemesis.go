@@ -61,6 +61,11 @@ func inject(ctx context.Context, cfg Config, s *system, f string, j, i int, rnd 
 			}
 		}
 	}
+	if s.ext != nil {
+		if name, undo, err, ok := injectDocker(ctx, s, f, j); ok {
+			return name, undo, err
+		}
+	}
 	switch f {
 	case FaultStall:
 		p.Set(local.Stall, 0)
@@ -179,4 +184,32 @@ func index(xs []string, x string) int {
 		}
 	}
 	return -1
+}
+
+// injectDocker is inject for the faults of the external driver; ok is false
+// for the others (client-link faults, handled by inject).
+func injectDocker(ctx context.Context, s *system, f string, j int) (string, func() error, error, bool) {
+	d := s.ext
+	leader := func() int {
+		if l, ok := s.leader(ctx, s.keys[0], 300*time.Millisecond); ok {
+			return l
+		}
+		return j
+	}
+	switch f {
+	case FaultKill:
+		return "kill " + s.nodes[j].Name + " (docker)", func() error { return d.Start(j) }, d.Kill(j), true
+	case FaultPause:
+		return "pause " + s.nodes[j].Name + " (docker)", func() error { return d.Unpause(j) }, d.Pause(j), true
+	case FaultLeaderPause:
+		l := leader()
+		return "leader-pause " + s.nodes[l].Name + " (docker)", func() error { return d.Unpause(l) }, d.Pause(l), true
+	case FaultPartitionOne, FaultPartitionLeader:
+		l := j
+		if f == FaultPartitionLeader {
+			l = leader()
+		}
+		return "isolate " + s.nodes[l].Name + " (docker network disconnect)", func() error { return d.Connect(l) }, d.Disconnect(l), true
+	}
+	return "", nil, nil, false
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/raftstream/raftstream/jepsen/checker"
+	"github.com/raftstream/raftstream/jepsen/external"
 	"github.com/raftstream/raftstream/jepsen/history"
 	"github.com/raftstream/raftstream/jepsen/report"
 	"github.com/raftstream/raftstream/jepsen/workload"
@@ -62,6 +63,9 @@ var AllFaults = []string{FaultStall, FaultDelay, FaultReset, FaultBlackhole, Fau
 	FaultPartitionHalves, FaultPartitionRing, FaultPartitionBridge, FaultOneWay, FaultLinkDelay,
 	FaultLeaderPause, FaultClockSkew}
 
+// dockerFaults are the faults the external (docker) driver can inject.
+var dockerFaults = []string{FaultKill, FaultPause, FaultPartitionOne, FaultPartitionLeader, FaultLeaderPause}
+
 // DefaultArgs are the raftstream arguments for nodes started by the runner.
 func DefaultArgs(nodes int) []string {
 	a := "--port {port} --dir {dir} --debug-clock-offset {clock}"
@@ -77,8 +81,12 @@ func DefaultArgs(nodes int) []string {
 type Config struct {
 	Bin  string   // server binary
 	Args []string // its arguments; see Nodes for the substitutions
-	Addr string   // a running server instead of Bin
-	Dir  string   // parent of the nodes' data directories; default Out
+	Addr string   // a running server instead of Bin; comma-separated for a cluster (one address per node)
+	// Docker drives kill, pause and partition faults on a running cluster
+	// (Addr) made of docker containers, one per address (the external
+	// driver). Without it a running cluster only gets client-link faults.
+	Docker *external.Docker
+	Dir    string // parent of the nodes' data directories; default Out
 	// Nodes to start with Bin (default 1). In Args, {port}, {dir}, {bus}
 	// (cluster bus listen port), {busannounce} (the address of the proxy
 	// peers must dial instead), {join} (every node's {busannounce},
@@ -124,12 +132,21 @@ func (c *Config) Validate() error {
 	for _, f := range c.Faults {
 		switch {
 		case f == FaultStall || f == FaultDelay || f == FaultReset || f == FaultBlackhole:
+		case c.Docker != nil && slices.Contains(dockerFaults, f):
 		case slices.Contains(AllFaults, f):
 			if c.Bin == "" {
 				return fmt.Errorf("runner: fault %q needs Bin (a server the runner starts)", f)
 			}
 		default:
 			return fmt.Errorf("runner: unknown fault %q", f)
+		}
+	}
+	if c.Docker != nil {
+		if c.Addr == "" {
+			return errors.New("runner: Docker needs Addr (the cluster's published addresses)")
+		}
+		if err := c.Docker.Validate(len(strings.Split(c.Addr, ","))); err != nil {
+			return err
 		}
 	}
 	if c.Workload != "" && !slices.Contains(workload.Mixes, c.Workload) {

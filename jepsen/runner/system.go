@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/raftstream/raftstream/jepsen/external"
 	"github.com/raftstream/raftstream/jepsen/local"
 	"github.com/raftstream/raftstream/jepsen/workload"
 )
@@ -30,7 +31,8 @@ type system struct {
 	nodes   []*local.Node
 	proxies []*local.Proxy
 	net     *local.Net
-	keys    []string // the workload's streams
+	keys    []string         // the workload's streams
+	ext     *external.Docker // faults on a running docker cluster, or nil
 	clients []*redis.Client
 	route   map[string]workload.Conn // a node's own address (as MOVED names it) → its proxied conn
 }
@@ -40,8 +42,11 @@ func startNodes(cfg Config, log *slog.Logger) (*system, error) {
 	s := &system{route: map[string]workload.Conn{}, net: local.NewNet()}
 	var addrs []string
 	if cfg.Bin == "" {
-		s.nodes = []*local.Node{{Name: "n1"}}
-		addrs = []string{cfg.Addr}
+		s.ext = cfg.Docker
+		for i, a := range strings.Split(cfg.Addr, ",") {
+			s.nodes = append(s.nodes, &local.Node{Name: "n" + strconv.Itoa(i+1)})
+			addrs = append(addrs, strings.TrimSpace(a))
+		}
 	} else {
 		count := max(cfg.Nodes, 1)
 		dir := cfg.Dir
@@ -156,6 +161,15 @@ func (s *system) heal() error {
 		p.Set(local.Pass, 0)
 	}
 	s.net.Heal()
+	if s.ext != nil { // each a no-op (an error we ignore) when not needed
+		for i := range s.nodes {
+			_ = s.ext.Unpause(i)
+			if s.ext.Network != "" {
+				_ = s.ext.Connect(i)
+			}
+			_ = s.ext.Start(i)
+		}
+	}
 	for _, n := range s.nodes {
 		if n.Bin == "" {
 			continue

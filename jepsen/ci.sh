@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Fault-injection suite for CI: the ci profile (every nemesis and workload
+# against 3 local raftstream nodes, under 3 minutes), then the self-test:
+# each known bug injected with --debug-inject-bug must be flagged (exit 1
+# with an anomaly). Ends with "N passed, N failed" (the ci profile's
+# checkers plus one line per injected bug). Exit 0 only when all passed.
+#
+#   jepsen/ci.sh [out-dir]        (JEPSEN_SEED=n replays a seed)
+set -u
+cd "$(dirname "$0")/.."
+out=${1:-$(mktemp -d /tmp/jepsen-ci.XXXXXX)}
+mkdir -p "$out"
+bin="$out/bin"
+mkdir -p "$bin"
+go build -o "$bin/raftstream" ./cmd/raftstream && go build -o "$bin/jepsen" ./cmd/jepsen || {
+	echo "build failed"; echo "0 passed, 1 failed"; exit 1; }
+seed=${JEPSEN_SEED:-$(date +%s)}
+passed=0 failed=0
+
+echo "== ci profile (seed $seed, output $out/ci)"
+"$bin/jepsen" run -profile ci -bin "$bin/raftstream" -seed "$seed" -out "$out/ci" 2>"$out/ci.log" | tee "$out/ci.txt"
+last=$(tail -n 1 "$out/ci.txt")
+if [[ $last =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+	passed=$((passed + BASH_REMATCH[1])) failed=$((failed + BASH_REMATCH[2]))
+else
+	echo "ci profile: no summary (see $out/ci.log)"; failed=$((failed + 1))
+fi
+
+for bug in ack-before-commit stale-read drop-pel-update; do
+	echo "== self-test: --debug-inject-bug $bug must be flagged"
+	"$bin/jepsen" run -bin "$bin/raftstream" -nodes 3 -inject-bug "$bug" -seed "$seed" \
+		-duration 8s -faults partition-leader,leader-pause -fault-every 1s -fault-for 2s \
+		-out "$out/bug-$bug" 2>"$out/bug-$bug.log" >"$out/bug-$bug.txt"
+	code=$?
+	grep '^illegal' "$out/bug-$bug.txt"
+	if [[ $code -eq 1 ]]; then
+		echo "ok: $bug flagged (exit 1)"; passed=$((passed + 1))
+	else
+		echo "FAIL: $bug not flagged (exit $code; see $out/bug-$bug.txt)"; failed=$((failed + 1))
+	fi
+done
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]
