@@ -202,7 +202,11 @@ func (wl *Workload) random(ctx context.Context, pr *proc, k string) {
 func (wl *Workload) Final(ctx context.Context) {
 	pr := wl.procs[0]
 	for _, k := range wl.cfg.Keys {
-		wl.xadd(ctx, pr, k)
+		if wl.cfg.Mix == MixIdempotent {
+			wl.xaddIdmp(ctx, pr, k)
+		} else {
+			wl.xadd(ctx, pr, k)
+		}
 		wl.xread(ctx, pr, k)
 		for i := 0; i < 1000; i++ {
 			if n, ok := wl.xreadgroup(ctx, pr, k, ">"); !ok || n == 0 {
