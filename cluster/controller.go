@@ -21,8 +21,8 @@ import (
 // whose replicated state is the cluster's Membership. Its voters are the
 // first min(5, N) members by ID. At formation every voter bootstraps it with
 // the same configuration and its first leader proposes the formed
-// Membership; every later topology change (joins, replica moves — not built
-// yet) is a log entry here, with a higher Epoch. Nodes apply a newer
+// Membership; every later topology change (joins, drains, replica moves:
+// reconfig.go) is a log entry here, with a higher Epoch. Nodes apply a newer
 // Membership from it to their local copy (node.json).
 //
 // Log entry: JSON {"members": Membership}. An entry whose Epoch is not
@@ -208,16 +208,9 @@ func (n *Node) controllerLoop(c *controller) {
 			if err := c.r.Apply(b, time.Second).Error(); err != nil {
 				n.log.Info("controller: seeding membership", "err", err)
 			}
-		case got != nil && got.Epoch > cur.Epoch:
-			if err := got.check(n.nShards); err != nil {
-				n.log.Error("controller: bad membership", "epoch", got.Epoch, "err", err)
-				continue
-			}
-			// NB: shards newly placed here are not opened yet (no
-			// rebalancing exists to produce such a change).
-			if err := n.setMembers(got); err != nil {
-				n.log.Error("controller: persisting membership", "err", err)
-			}
+		case got != nil && got.Epoch > cur.Ctrl:
+			// Replicas newly placed here are opened by reconcileLoop.
+			n.adopt(got)
 		}
 	}
 }
@@ -225,7 +218,7 @@ func (n *Node) controllerLoop(c *controller) {
 // ControllerMembers returns the Membership held by this node's controller
 // replica (nil when it hosts none or it is not seeded yet).
 func (n *Node) ControllerMembers() *Membership {
-	if c := n.ctrl; c != nil {
+	if c := n.ctrl.Load(); c != nil {
 		return c.fsm.get()
 	}
 	return nil

@@ -21,10 +21,19 @@ type health struct {
 	fails map[string]int
 	// leader[shard] is the node ID that last reported leading it.
 	leader map[int]string
+	// downSince is when a member was marked down (absent while up).
+	downSince map[string]time.Time
+	// applied[id][shard] is the applied index member id last reported for
+	// its replica of shard (catch-up of new replicas).
+	applied map[string]map[int]uint64
+	// hosted[id] is how many shard replicas member id last reported open
+	// (a draining node is dropped once it reports none).
+	hosted map[string]int
 }
 
 func newHealth(n *Node) *health {
-	return &health{n: n, upSince: make(map[string]time.Time), fails: make(map[string]int), leader: make(map[int]string)}
+	return &health{n: n, upSince: make(map[string]time.Time), fails: make(map[string]int), leader: make(map[int]string),
+		downSince: make(map[string]time.Time), applied: make(map[string]map[int]uint64), hosted: make(map[string]int)}
 }
 
 // pollInterval is how often members are polled; a member is down after
@@ -65,8 +74,8 @@ func (h *health) poll() {
 	ch := make(chan pollResult, len(peers))
 	for _, m := range peers {
 		go func() {
-			res, err := h.n.call(ctx, m.Bus, rpcRequest{Op: "status", From: h.n.self})
-			ch <- pollResult{id: m.ID, ok: err == nil, leads: res.Leads}
+			res, err := h.n.call(ctx, m.Bus, rpcRequest{Op: "status", From: h.n.self, Ctrl: st.members.Ctrl})
+			ch <- pollResult{id: m.ID, ok: err == nil, leads: res.Leads, applied: res.Applied, hosted: len(res.Applied), members: res.Members}
 		}()
 	}
 	results := make([]pollResult, 0, len(peers))
@@ -74,13 +83,21 @@ func (h *health) poll() {
 		results = append(results, <-ch)
 	}
 	h.record(results, time.Now())
+	for _, r := range results {
+		if r.ok && r.members != nil {
+			h.n.adopt(r.members)
+		}
+	}
 }
 
 // pollResult is one member's answer to a status poll.
 type pollResult struct {
-	id    string
-	ok    bool
-	leads []int
+	id      string
+	ok      bool
+	leads   []int
+	applied map[int]uint64
+	hosted  int
+	members *Membership // the responder's controller Membership, if newer
 }
 
 // record folds one round of poll results observed at now into the state.
@@ -93,6 +110,9 @@ func (h *health) record(results []pollResult, now time.Time) {
 				continue
 			}
 			h.fails[r.id] = downAfter // keep the miss counted, bounded
+			if _, up := h.upSince[r.id]; up || h.downSince[r.id].IsZero() {
+				h.downSince[r.id] = now
+			}
 			delete(h.upSince, r.id)
 			for s, id := range h.leader {
 				if id == r.id {
@@ -105,6 +125,9 @@ func (h *health) record(results []pollResult, now time.Time) {
 			h.upSince[r.id] = now // a miss restarts the balancer's hysteresis
 		}
 		h.fails[r.id] = 0
+		delete(h.downSince, r.id)
+		h.applied[r.id] = r.applied
+		h.hosted[r.id] = r.hosted
 		for s, id := range h.leader {
 			if id == r.id {
 				delete(h.leader, s)
@@ -141,4 +164,34 @@ func (h *health) leaderOf(shard int) string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.leader[shard]
+}
+
+// downFor reports how long member id has been marked down (0 if up or
+// never polled).
+func (h *health) downFor(id string) time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	t, ok := h.downSince[id]
+	if !ok {
+		return 0
+	}
+	return time.Since(t)
+}
+
+// appliedOf returns the applied index member id last reported for shard,
+// and whether it reported one.
+func (h *health) appliedOf(id string, shard int) (uint64, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	a, ok := h.applied[id][shard]
+	return a, ok
+}
+
+// hostedBy returns how many replicas member id last reported open and
+// whether it answered the last poll.
+func (h *health) hostedBy(id string) (int, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, up := h.upSince[id]
+	return h.hosted[id], up
 }

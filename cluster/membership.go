@@ -33,6 +33,29 @@ type Membership struct {
 	Shards [][]string `json:"shards"`
 	// Epoch increases with every change of the membership (1 at formation).
 	Epoch uint64 `json:"epoch"`
+	// Draining lists members being removed: the controller moves their
+	// replicas elsewhere, then drops them from Nodes.
+	Draining []string `json:"draining,omitempty"`
+	// Removed lists the IDs of nodes dropped from the cluster; they may not
+	// join again (IDs are never reused).
+	Removed []string `json:"removed,omitempty"`
+	// Ctrl is the controller Epoch this node last adopted (a node's local
+	// Epoch also moves when it observes a member's new addresses, so the two
+	// differ). 0 before the first adoption.
+	Ctrl uint64 `json:"ctrl,omitempty"`
+}
+
+// clone returns a deep copy of m.
+func (m *Membership) clone() *Membership {
+	c := *m
+	c.Nodes = slices.Clone(m.Nodes)
+	c.Shards = make([][]string, len(m.Shards))
+	for i, r := range m.Shards {
+		c.Shards[i] = slices.Clone(r)
+	}
+	c.Draining = slices.Clone(m.Draining)
+	c.Removed = slices.Clone(m.Removed)
+	return &c
 }
 
 // place builds the Membership of nodes (any order) with nShards shards, rf

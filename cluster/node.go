@@ -49,8 +49,10 @@ type Node struct {
 	health *health
 	// ctrl is this node's controller replica (nil if not a controller
 	// voter). Set once in Start.
-	ctrl *controller
-	disc *discovery
+	ctrl atomic.Pointer[controller]
+	// ctrlMu serialises this node's controller proposals (reconfig.go).
+	ctrlMu sync.Mutex
+	disc   *discovery
 
 	startMu    sync.Mutex
 	started    bool
@@ -254,12 +256,13 @@ func (n *Node) Start(ctx context.Context) error {
 			n.closeShards()
 			return fmt.Errorf("cluster: controller: %w", err)
 		}
-		n.ctrl = c
+		n.ctrl.Store(c)
 		n.goFunc(func() { n.controllerLoop(c) })
 	}
 	n.started = true
 	n.goFunc(n.snapshotLoop)
 	n.goFunc(n.health.loop)
+	n.goFunc(n.reconcileLoop)
 	if n.cfg.BalanceInterval > 0 {
 		n.goFunc(n.balanceLoop)
 	}
@@ -291,8 +294,10 @@ func (n *Node) setMembers(members *Membership) error {
 	return nil
 }
 
-// openShards opens every shard replica members places on this node and
-// bootstraps the empty ones with the recorded initial configuration.
+// openShards opens every shard replica members places on this node and,
+// for a Membership never adopted from the controller (formation), bootstraps
+// the empty ones with the recorded initial configuration. A replica placed
+// here later is never bootstrapped: its leader adds it and replicates to it.
 func (n *Node) openShards(members *Membership) error {
 	shards := make([]*localShard, n.nShards)
 	for i := range shards {
@@ -305,6 +310,9 @@ func (n *Node) openShards(members *Membership) error {
 			return fmt.Errorf("cluster: shard %d: %w", i, err)
 		}
 		shards[i] = ls
+		if members.Ctrl != 0 {
+			continue
+		}
 		if err := ls.s.BootstrapIfEmpty(members.servers(i)); err != nil {
 			n.publishShards(shards)
 			return fmt.Errorf("cluster: bootstrap shard %d: %w", i, err)
@@ -396,8 +404,8 @@ func (n *Node) close(transfer bool) error {
 			n.transferAway()
 		}
 		err = n.closeShards()
-		if n.ctrl != nil {
-			err = errors.Join(err, n.ctrl.close())
+		if c := n.ctrl.Load(); c != nil {
+			err = errors.Join(err, c.close())
 		}
 		if e := n.mux.Close(); err == nil {
 			err = e
@@ -432,7 +440,7 @@ func (n *Node) transferAway() {
 			}
 		}()
 	}
-	if c := n.ctrl; c != nil && c.r.State() == raft.Leader && c.fsm.get() != nil && len(controllerVoters(c.fsm.get())) > 1 {
+	if c := n.ctrl.Load(); c != nil && c.r.State() == raft.Leader && c.fsm.get() != nil && len(controllerVoters(c.fsm.get())) > 1 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -20,20 +20,27 @@ import (
 //	hello   formation: "here I am, whom do you know?"; the reply carries the
 //	        responder, the nodes it knows, its shard count and, once formed,
 //	        its Membership.
-//	status  health: the shards the responder currently leads.
+//	status  health: the shards the responder currently leads, the applied
+//	        index of each replica it hosts, and its controller's Membership
+//	        when newer than the requester's Ctrl.
+//	join    a new node asks the controller leader to add it (reconfig.go).
+//	remove  drain and drop node Target (controller leader only).
 type rpcRequest struct {
-	Op    string   `json:"op"`
-	From  Member   `json:"from"`
-	Known []Member `json:"known,omitempty"`
+	Op     string   `json:"op"`
+	From   Member   `json:"from"`
+	Known  []Member `json:"known,omitempty"`
+	Ctrl   uint64   `json:"ctrl,omitempty"`
+	Target string   `json:"target,omitempty"`
 }
 
 type rpcResponse struct {
-	Self    Member      `json:"self"`
-	Known   []Member    `json:"known,omitempty"`
-	Shards  int         `json:"shards"`
-	Members *Membership `json:"members,omitempty"`
-	Leads   []int       `json:"leads,omitempty"`
-	Err     string      `json:"err,omitempty"`
+	Self    Member         `json:"self"`
+	Known   []Member       `json:"known,omitempty"`
+	Shards  int            `json:"shards"`
+	Members *Membership    `json:"members,omitempty"`
+	Leads   []int          `json:"leads,omitempty"`
+	Applied map[int]uint64 `json:"applied,omitempty"`
+	Err     string         `json:"err,omitempty"`
 }
 
 // discovery is the set of nodes this node has heard of before formation.
@@ -111,10 +118,30 @@ func (n *Node) serveRPC(c net.Conn) {
 		n.metaMu.Unlock()
 	case "status":
 		st := n.st.Load()
+		res.Applied = make(map[int]uint64)
 		for i, ls := range st.shards {
-			if ls != nil && ls.s.IsLeader() {
+			if ls == nil {
+				continue
+			}
+			if ls.s.IsLeader() {
 				res.Leads = append(res.Leads, i)
 			}
+			res.Applied[i] = ls.s.Raft().AppliedIndex()
+		}
+		if c := n.ctrl.Load(); c != nil {
+			if m := c.fsm.get(); m != nil && m.Epoch > req.Ctrl {
+				res.Members = m
+			}
+		}
+	case "join":
+		m, err := n.ctrlJoin(req.From)
+		if err != nil {
+			res.Err = err.Error()
+		}
+		res.Members = m
+	case "remove":
+		if err := n.ctrlRemove(req.Target); err != nil {
+			res.Err = err.Error()
 		}
 	default:
 		res.Err = "unknown op " + strconv.Quote(req.Op)
@@ -185,21 +212,23 @@ func (n *Node) form(ctx context.Context) (*Membership, error) {
 					}
 					return res.Members, nil
 				}
-				return nil, fmt.Errorf("cluster: %s belongs to a formed cluster without this node (joining a running cluster is not supported)", a)
+				return n.join(ctx, res.Members)
 			}
 			n.disc.merge(res.Self)
 			n.disc.merge(res.Known...)
 		}
 		known := n.disc.list()
 		switch {
-		case len(known) == expect:
+		case len(known) == expect && expect > 1:
+			// expect 1 with Join: a node joining a running cluster never
+			// forms one alone; it waits for a formed peer (join above).
 			n.log.Info("formation: node set complete", "nodes", len(known))
 			m := place(known, n.nShards, n.cfg.ReplicationFactor)
 			if err := m.check(n.nShards); err != nil {
 				return nil, fmt.Errorf("cluster: formation: %w", err)
 			}
 			return m, nil
-		case len(known) > expect:
+		case len(known) > expect && expect > 1:
 			return nil, fmt.Errorf("cluster: discovered %d nodes but BootstrapExpect is %d", len(known), expect)
 		}
 		select {

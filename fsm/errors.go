@@ -3,6 +3,7 @@ package fsm
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/hashicorp/raft"
 )
@@ -12,7 +13,11 @@ import (
 // become fsm errors:
 //
 //   - ErrNotLeader, ErrLeadershipTransferInProgress: the entry was never
-//     appended → *NotLeaderError (safe to retry on the leader).
+//     appended → *NotLeaderError (safe to retry on the leader). During a
+//     leadership transfer this replica still names itself as leader, which
+//     would send a client straight back here; the error then waits (at
+//     most one election timeout) for the new leader and names it, or names
+//     no leader (resp replies TRYAGAIN) if none emerged.
 //   - ErrEnqueueTimeout: raft never took the entry → ErrBusy (safe to retry).
 //   - ErrLeadershipLost, ErrRaftShutdown on a future already handed to raft,
 //     or anything else: the entry may be committed by a later leader →
@@ -21,7 +26,9 @@ func (s *Shard) proposalError(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress):
+	case errors.Is(err, raft.ErrLeadershipTransferInProgress):
+		return s.notLeaderAfterTransfer()
+	case errors.Is(err, raft.ErrNotLeader):
 		return s.notLeader()
 	case errors.Is(err, raft.ErrEnqueueTimeout):
 		return fmt.Errorf("%w: %v", ErrBusy, err)
@@ -34,4 +41,27 @@ func (s *Shard) proposalError(err error) error {
 func (s *Shard) notLeader() *NotLeaderError {
 	addr, id := s.raft.LeaderWithID()
 	return &NotLeaderError{LeaderID: string(id), LeaderAddr: string(addr)}
+}
+
+// notLeaderAfterTransfer is notLeader once the transfer this replica started
+// has settled: it polls until the known leader is another replica, the
+// election timeout passes, or the shard shuts down. It never names this
+// replica (a MOVED back here would loop): an unsettled transfer reports an
+// unknown leader.
+func (s *Shard) notLeaderAfterTransfer() *NotLeaderError {
+	deadline := time.Now().Add(s.cfg.ElectionTimeout)
+	for {
+		nl := s.notLeader()
+		if nl.LeaderID != "" && nl.LeaderID != string(s.cfg.LocalID) {
+			return nl
+		}
+		if !time.Now().Before(deadline) {
+			return &NotLeaderError{}
+		}
+		select {
+		case <-s.raftDown:
+			return &NotLeaderError{}
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }

@@ -1,0 +1,529 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Membership changes of a running cluster (DESIGN.md, "Reconfiguration").
+//
+// The controller's Membership is the desired topology: the node set and
+// each shard's replica set. Only the controller leader changes it, one
+// proposal (Epoch+1) at a time: a node joins (join RPC), a node is marked
+// draining (remove RPC, RemoveNode), replicas are re-placed (rebalance) when
+// the eligible node set changes or a member has been dead for DeadAfter,
+// and a drained node is dropped. Every node adopts the controller's
+// Membership (controller voters from their replica, others from status
+// polls) and then converges locally, declaratively:
+//
+//   - a node opens (without bootstrapping) the replicas placed on it, and
+//     closes and deletes those no longer placed on it once its shard's Raft
+//     configuration no longer lists it (or it has waited drainGrace);
+//   - the leader of each shard makes one Raft configuration change at a
+//     time towards the desired set: add a missing replica as non-voter,
+//     promote it once caught up, then remove surplus voters (handing
+//     leadership over first when the surplus one is itself).
+//
+// So a replica is always added (and caught up) before the one it replaces
+// is removed, and a shard never has fewer voters than its desired set.
+
+// reconcileInterval is how often nodes converge towards the Membership and
+// the controller leader re-plans.
+const reconcileInterval = 250 * time.Millisecond
+
+// drainGrace is how long a node keeps a replica no longer placed on it
+// while its Raft configuration still lists it (the leader normally removes
+// it well before).
+const drainGrace = 10 * time.Second
+
+// catchUpLag is how many entries a non-voter may trail the leader's
+// applied index and still be promoted.
+const catchUpLag = 64
+
+// adopt makes got (a controller Membership) this node's Membership if it is
+// newer than the one last adopted. Its own addresses are kept as they are
+// now; the local Epoch moves past both the old local one and got's.
+func (n *Node) adopt(got *Membership) {
+	if got == nil || got.check(n.nShards) != nil {
+		return
+	}
+	n.metaMu.Lock()
+	defer n.metaMu.Unlock()
+	cur := n.meta.Members
+	if cur == nil || got.Epoch <= cur.Ctrl {
+		return
+	}
+	m := got.clone()
+	m.Ctrl = got.Epoch
+	m.Epoch = max(cur.Epoch+1, got.Epoch)
+	if i := slices.IndexFunc(m.Nodes, func(x Member) bool { return x.ID == n.id }); i >= 0 {
+		m.Nodes[i] = n.self
+	}
+	meta := n.meta
+	meta.Members = m
+	if err := saveMeta(n.dir, meta); err != nil {
+		n.log.Error("persisting membership", "err", err)
+		return
+	}
+	n.meta = meta
+	for _, mb := range m.Nodes {
+		if mb.ID != n.id {
+			n.book.add(mb)
+		}
+	}
+	n.updateState(func(old *state) *state { return &state{members: m, shards: old.shards} })
+	n.log.Info("membership adopted", "ctrl", got.Epoch, "epoch", m.Epoch, "nodes", len(m.Nodes))
+}
+
+// join asks the controller leader, through any member of formed, to add
+// this node, and returns the Membership that includes it.
+func (n *Node) join(ctx context.Context, formed *Membership) (*Membership, error) {
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for attempt := 0; ; attempt++ {
+		for _, mb := range formed.Nodes {
+			cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			res, err := n.call(cctx, mb.Bus, rpcRequest{Op: "join", From: n.self})
+			cancel()
+			if err == nil && res.Members != nil {
+				if _, ok := res.Members.Node(n.id); ok {
+					m := res.Members.clone()
+					m.Ctrl = m.Epoch // adopted: never bootstrap from it
+					n.log.Info("joined running cluster", "via", mb.Bus, "epoch", m.Epoch)
+					return m, nil
+				}
+			}
+			if err != nil && attempt%25 == 0 {
+				n.log.Info("join: not accepted yet", "via", mb.Bus, "err", err)
+			}
+			if err != nil && err.Error() == errRemoved.Error() {
+				return nil, fmt.Errorf("cluster: %w", errRemoved)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("cluster: joining: %w", ctx.Err())
+		case <-n.shutdownCh:
+			return nil, errors.New("cluster: node closed while joining")
+		case <-t.C:
+		}
+	}
+}
+
+var (
+	errNotCtrlLeader = errors.New("not the controller leader")
+	errRemoved       = errors.New("node was removed from the cluster; wipe its data dir to join as a new node")
+)
+
+// ctrlPropose applies f to a copy of the controller's Membership and
+// proposes the result with the next Epoch, if f changed it. Controller
+// leader only.
+func (n *Node) ctrlPropose(f func(m *Membership) error) (*Membership, error) {
+	c := n.ctrl.Load()
+	if c == nil || c.r.State() != raft.Leader {
+		return nil, errNotCtrlLeader
+	}
+	n.ctrlMu.Lock()
+	defer n.ctrlMu.Unlock()
+	got := c.fsm.get()
+	if got == nil {
+		return nil, errNotCtrlLeader
+	}
+	m := got.clone()
+	m.Ctrl = 0
+	if err := f(m); err != nil {
+		return got, err
+	}
+	if reflect.DeepEqual(m.Nodes, got.Nodes) && reflect.DeepEqual(m.Shards, got.Shards) &&
+		slices.Equal(m.Draining, got.Draining) && slices.Equal(m.Removed, got.Removed) {
+		return got, nil
+	}
+	m.Epoch = got.Epoch + 1
+	if err := m.check(n.nShards); err != nil {
+		return got, err
+	}
+	b, _ := json.Marshal(topoEntry{Members: m})
+	if err := c.r.Apply(b, 5*time.Second).Error(); err != nil {
+		return got, err
+	}
+	return m, nil
+}
+
+// ctrlJoin adds node mb to the cluster (no replicas yet: the next plan
+// places some on it). Joining again is harmless; a removed ID is refused.
+func (n *Node) ctrlJoin(mb Member) (*Membership, error) {
+	if !validNodeID(mb.ID) {
+		return nil, fmt.Errorf("bad node id %q", mb.ID)
+	}
+	return n.ctrlPropose(func(m *Membership) error {
+		if slices.Contains(m.Removed, mb.ID) {
+			return errRemoved
+		}
+		i := slices.IndexFunc(m.Nodes, func(x Member) bool { return x.ID == mb.ID })
+		if i >= 0 {
+			m.Nodes[i] = mb
+			return nil
+		}
+		m.Nodes = append(m.Nodes, mb)
+		slices.SortFunc(m.Nodes, func(a, b Member) int {
+			switch {
+			case a.ID < b.ID:
+				return -1
+			case a.ID > b.ID:
+				return 1
+			}
+			return 0
+		})
+		n.log.Info("controller: node joins", "id", mb.ID, "resp", mb.RESPAddr())
+		return nil
+	})
+}
+
+// ctrlRemove marks member id as draining.
+func (n *Node) ctrlRemove(id string) error {
+	_, err := n.ctrlPropose(func(m *Membership) error {
+		if _, ok := m.Node(id); !ok {
+			if slices.Contains(m.Removed, id) {
+				return nil
+			}
+			return fmt.Errorf("no member %q", id)
+		}
+		if len(m.Nodes)-len(m.Draining) <= 1 && !slices.Contains(m.Draining, id) {
+			return errors.New("cannot remove the last node")
+		}
+		if !slices.Contains(m.Draining, id) {
+			m.Draining = append(m.Draining, id)
+			slices.Sort(m.Draining)
+			n.log.Info("controller: draining node", "id", id)
+		}
+		return nil
+	})
+	return err
+}
+
+// ctrlPlan is the controller leader's periodic step: re-place replicas
+// over the eligible nodes (members neither draining nor dead for
+// DeadAfter), and drop drained members.
+func (n *Node) ctrlPlan() {
+	if c := n.ctrl.Load(); c == nil || c.r.State() != raft.Leader {
+		return
+	}
+	_, err := n.ctrlPropose(func(m *Membership) error {
+		var eligible []string
+		for _, mb := range m.Nodes {
+			if slices.Contains(m.Draining, mb.ID) {
+				continue
+			}
+			if mb.ID != n.id && n.cfg.DeadAfter > 0 && n.health.downFor(mb.ID) > n.cfg.DeadAfter {
+				continue
+			}
+			eligible = append(eligible, mb.ID)
+		}
+		m.Shards = rebalance(m.Shards, eligible, n.cfg.ReplicationFactor)
+		for _, id := range slices.Clone(m.Draining) {
+			placed := slices.ContainsFunc(m.Shards, func(r []string) bool { return slices.Contains(r, id) })
+			hosted, up := n.health.hostedBy(id)
+			if placed || (up && hosted > 0) {
+				continue
+			}
+			m.Nodes = slices.DeleteFunc(m.Nodes, func(x Member) bool { return x.ID == id })
+			m.Draining = slices.DeleteFunc(m.Draining, func(x string) bool { return x == id })
+			m.Removed = append(m.Removed, id)
+			n.log.Info("controller: node removed", "id", id)
+			if c := n.ctrl.Load(); c != nil {
+				// A controller voter leaves the controller group too.
+				if f := c.r.GetConfiguration(); f.Error() == nil {
+					for _, s := range f.Configuration().Servers {
+						if string(s.ID) == id {
+							c.r.RemoveServer(s.ID, 0, 0)
+						}
+					}
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errNotCtrlLeader) {
+		n.log.Info("controller: plan", "err", err)
+	}
+}
+
+// RemoveNode drains member id (its replicas move to other nodes, its
+// leaderships are handed over) and drops it from the cluster, waiting until
+// this node's Membership no longer lists it or ctx ends. The request goes
+// to whichever member leads the controller. The removed node's ID is never
+// accepted again. (resp may expose this as CLUSTER FORGET <id>.)
+func (n *Node) RemoveNode(ctx context.Context, id string) error {
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	asked := false
+	for {
+		st := n.st.Load()
+		if st.members == nil {
+			return errors.New("cluster: not formed")
+		}
+		if _, ok := st.members.Node(id); !ok && asked {
+			return nil
+		}
+		if !asked {
+			var last error
+			for _, mb := range st.members.Nodes {
+				var err error
+				if mb.ID == n.id {
+					err = n.ctrlRemove(id)
+				} else {
+					_, err = n.call(ctx, mb.Bus, rpcRequest{Op: "remove", From: n.self, Target: id})
+				}
+				if err == nil {
+					asked = true
+					break
+				}
+				if err.Error() != errNotCtrlLeader.Error() && !errors.Is(err, errNotCtrlLeader) {
+					last = err
+				}
+			}
+			if !asked && last != nil && ctx.Err() == nil {
+				if _, ok := st.members.Node(id); !ok {
+					return fmt.Errorf("cluster: no member %s", id)
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: removing %s: %w", id, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// reconcileLoop converges this node towards its Membership every
+// reconcileInterval (and, on the controller leader, re-plans).
+func (n *Node) reconcileLoop() {
+	t := time.NewTicker(reconcileInterval)
+	defer t.Stop()
+	unwanted := make(map[int]time.Time)
+	lastPlan := time.Time{}
+	for {
+		select {
+		case <-n.shutdownCh:
+			return
+		case <-t.C:
+		}
+		if time.Since(lastPlan) >= time.Second {
+			lastPlan = time.Now()
+			n.ctrlPlan()
+		}
+		n.reconcileLocal(unwanted)
+	}
+}
+
+// reconcileLocal opens replicas placed here, retires those no longer
+// placed here, and, for shards led here, takes one configuration step.
+func (n *Node) reconcileLocal(unwanted map[int]time.Time) {
+	st := n.st.Load()
+	m := st.members
+	if m == nil {
+		return
+	}
+	for i := 0; i < n.nShards; i++ {
+		select {
+		case <-n.shutdownCh:
+			return
+		default:
+		}
+		want := m.Hosts(i, n.id)
+		ls := st.shards[i]
+		switch {
+		case want && ls == nil:
+			nls, err := n.openShard(i)
+			if err != nil {
+				n.log.Error("opening placed replica", "shard", i, "err", err)
+				continue
+			}
+			n.setShard(i, nls)
+			n.log.Info("replica placed here opened", "shard", i)
+		case ls == nil:
+		case want:
+			delete(unwanted, i)
+			if ls.s.IsLeader() {
+				n.reconcileShard(i, ls, m)
+			}
+		default:
+			if _, ok := unwanted[i]; !ok {
+				unwanted[i] = time.Now()
+			}
+			if ls.s.IsLeader() {
+				n.reconcileShard(i, ls, m)
+				continue
+			}
+			if inConfig(ls.s.Raft(), n.id) && time.Since(unwanted[i]) < drainGrace {
+				continue
+			}
+			n.setShard(i, nil)
+			err := errors.Join(ls.tr.Close(), ls.s.Close(),
+				os.RemoveAll(filepath.Join(n.dir, "shards", strconv.Itoa(i))))
+			delete(unwanted, i)
+			n.log.Info("replica moved away closed", "shard", i, "err", err)
+		}
+	}
+}
+
+// setShard publishes ls as the local replica of shard i.
+func (n *Node) setShard(i int, ls *localShard) {
+	n.updateState(func(old *state) *state {
+		shards := slices.Clone(old.shards)
+		shards[i] = ls
+		return &state{members: old.members, shards: shards}
+	})
+}
+
+// inConfig reports whether id is in r's latest configuration (true if it
+// cannot be read).
+func inConfig(r *raft.Raft, id string) bool {
+	f := r.GetConfiguration()
+	if f.Error() != nil {
+		return true
+	}
+	return slices.ContainsFunc(f.Configuration().Servers, func(s raft.Server) bool { return string(s.ID) == id })
+}
+
+// reconcileShard takes at most one Raft configuration step of shard i,
+// which this node leads, towards m's replica set: add a missing replica as
+// non-voter; else promote a caught-up non-voter; else remove one surplus
+// server (handing leadership to a desired voter first if it is this node).
+func (n *Node) reconcileShard(i int, ls *localShard, m *Membership) {
+	r := ls.s.Raft()
+	f := r.GetConfiguration()
+	if f.Error() != nil {
+		return
+	}
+	servers := f.Configuration().Servers
+	suff := make(map[string]raft.ServerSuffrage, len(servers))
+	for _, s := range servers {
+		suff[string(s.ID)] = s.Suffrage
+	}
+	want := m.Shards[i]
+	const timeout = 5 * time.Second
+	for _, id := range want {
+		if _, ok := suff[id]; ok {
+			continue
+		}
+		mb, ok := m.Node(id)
+		if !ok {
+			return
+		}
+		err := r.AddNonvoter(raft.ServerID(id), raft.ServerAddress(mb.RESPAddr()), 0, timeout).Error()
+		n.log.Info("shard: replica added as non-voter", "shard", i, "id", id, "err", err)
+		return
+	}
+	for _, id := range want {
+		if suff[id] != raft.Nonvoter {
+			continue
+		}
+		applied, ok := n.health.appliedOf(id, i)
+		if !ok || applied+catchUpLag < r.AppliedIndex() {
+			return // still catching up
+		}
+		mb, _ := m.Node(id)
+		err := r.AddVoter(raft.ServerID(id), raft.ServerAddress(mb.RESPAddr()), 0, timeout).Error()
+		n.log.Info("shard: replica promoted", "shard", i, "id", id, "applied", applied, "err", err)
+		return
+	}
+	for _, s := range servers {
+		id := string(s.ID)
+		if slices.Contains(want, id) {
+			continue
+		}
+		if id != n.id {
+			err := r.RemoveServer(s.ID, 0, timeout).Error()
+			n.log.Info("shard: surplus replica removed", "shard", i, "id", id, "err", err)
+			return
+		}
+		for _, to := range want {
+			if suff[to] == raft.Voter {
+				mb, _ := m.Node(to)
+				err := r.LeadershipTransferToServer(raft.ServerID(to), raft.ServerAddress(mb.RESPAddr())).Error()
+				n.log.Info("shard: leadership handed over before leaving", "shard", i, "to", to, "err", err)
+				return
+			}
+		}
+		return
+	}
+}
+
+// ctrlJoinAny sends a join for mb to every member until the controller
+// leader answers (tests).
+func (n *Node) ctrlJoinAny(mb Member) (*Membership, error) {
+	var last error = errNotCtrlLeader
+	for _, x := range n.st.Load().members.Nodes {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		res, err := n.call(ctx, x.Bus, rpcRequest{Op: "join", From: mb})
+		cancel()
+		if err == nil {
+			return res.Members, nil
+		}
+		last = err
+		if err.Error() != errNotCtrlLeader.Error() {
+			return nil, err
+		}
+	}
+	return nil, last
+}
+
+// RequestRemove asks the cluster that the member at bus address bus
+// belongs to to drain and drop node id, without a local Node (admin tools,
+// system tests). Every member in that node's view is tried until the
+// controller leader accepts. It returns once accepted; the drain proceeds
+// asynchronously (watch CLUSTER NODES).
+func RequestRemove(ctx context.Context, bus, id string, timeout time.Duration) error {
+	call := func(addr string, req rpcRequest) (rpcResponse, error) {
+		d := net.Dialer{Timeout: timeout}
+		c, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return rpcResponse{}, err
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(timeout))
+		if err := writePreamble(c, RPCGroup); err != nil {
+			return rpcResponse{}, err
+		}
+		if err := json.NewEncoder(c).Encode(&req); err != nil {
+			return rpcResponse{}, err
+		}
+		var res rpcResponse
+		if err := json.NewDecoder(c).Decode(&res); err != nil {
+			return rpcResponse{}, err
+		}
+		if res.Err != "" {
+			return res, errors.New(res.Err)
+		}
+		return res, nil
+	}
+	res, err := call(bus, rpcRequest{Op: "hello"})
+	if err != nil {
+		return err
+	}
+	if res.Members == nil {
+		return errors.New("cluster: node at " + bus + " is not part of a formed cluster")
+	}
+	last := errNotCtrlLeader
+	for _, mb := range res.Members.Nodes {
+		_, err := call(mb.Bus, rpcRequest{Op: "remove", Target: id})
+		if err == nil {
+			return nil
+		}
+		last = err
+	}
+	return fmt.Errorf("cluster: remove %s: %w", id, last)
+}
