@@ -1,0 +1,366 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/raftstream/raftstream/resp/resptest"
+)
+
+// httpGet returns the status and body of an admin endpoint (status 0 when
+// the request failed).
+func httpGet(url string) (int, string) {
+	cl := http.Client{Timeout: 5 * time.Second}
+	r, err := cl.Get(url)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer r.Body.Close()
+	b, _ := io.ReadAll(r.Body)
+	return r.StatusCode, string(b)
+}
+
+// scrape parses /metrics into series (name{labels} as printed) -> value,
+// checking every line is valid text format on the way.
+func scrape(t *testing.T, adminAddr string) map[string]float64 {
+	t.Helper()
+	code, body := httpGet("http://" + adminAddr + "/metrics")
+	if code != 200 {
+		t.Fatalf("/metrics: %d %s", code, body)
+	}
+	line := regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*(\{[^}]*\})?) (\S+)$`)
+	out := map[string]float64{}
+	for _, l := range strings.Split(strings.TrimSpace(body), "\n") {
+		if strings.HasPrefix(l, "# HELP ") || strings.HasPrefix(l, "# TYPE ") {
+			continue
+		}
+		m := line.FindStringSubmatch(l)
+		if m == nil {
+			t.Fatalf("malformed metrics line %q", l)
+		}
+		v, err := strconv.ParseFloat(m[3], 64)
+		if err != nil {
+			t.Fatalf("metrics line %q: %v", l, err)
+		}
+		out[m[1]] = v
+	}
+	return out
+}
+
+// rawDo runs one command on addr and returns the raw reply.
+func rawDo(t *testing.T, addr string, args ...string) string {
+	t.Helper()
+	c, err := resptest.Dial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r, err := c.Do(args...)
+	if err != nil {
+		t.Fatalf("%v: %v", args, err)
+	}
+	return string(r)
+}
+
+// runCLI runs the raftstream binary with args and returns its stdout.
+func runCLI(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	cmd := exec.Command(binary, args...)
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if err != nil {
+		err = fmt.Errorf("%v: %s", err, errb.String())
+	}
+	return out.String(), err
+}
+
+// TestAdminMetricsAfterWorkload runs a real node with --admin-addr, drives a
+// stream workload through a real client, and finds the named series with
+// the values the workload implies.
+func TestAdminMetricsAfterWorkload(t *testing.T) {
+	admin := fmt.Sprintf("127.0.0.1:%d", resptest.FreePort(t))
+	n := startNode(t, "", "--admin-addr", admin, "--metrics-streams", "2")
+	const N, read = 60, 25
+	c, err := resptest.Dial(n.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for i := 0; i < N; i++ {
+		if _, err := c.Do("XADD", "orders", "*", "n", strconv.Itoa(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 3; i++ {
+		c.Do("XADD", "small", "*", "n", "1")
+	}
+	c.Do("XADD", "tiny", "*", "n", "1")
+	if r, _ := c.Do("XGROUP", "CREATE", "orders", "billing", "0"); string(r) != "+OK\r\n" {
+		t.Fatalf("XGROUP CREATE: %q", r)
+	}
+	c.Do("XREADGROUP", "GROUP", "billing", "w1", "COUNT", strconv.Itoa(read), "STREAMS", "orders", ">")
+	c.Do("XLEN", "orders")
+	if r := rawDo(t, n.Addr, "RAFTSTREAM", "SNAPSHOT"); r != ":1\r\n" {
+		t.Fatalf("RAFTSTREAM SNAPSHOT = %q, want :1", r)
+	}
+
+	m := scrape(t, admin)
+	want := map[string]float64{
+		`raftstream_commands_total{cmd="xadd"}`:                                      N + 4,
+		`raftstream_commands_total{cmd="xgroup|create"}`:                             1,
+		`raftstream_commands_total{cmd="xreadgroup"}`:                                1,
+		`raftstream_command_duration_seconds_count{cmd="xadd"}`:                      N + 4,
+		`raftstream_stream_length{shard="0",stream="orders"}`:                        N,
+		`raftstream_stream_length{shard="0",stream="small"}`:                         3,
+		`raftstream_stream_group_pending{shard="0",stream="orders",group="billing"}`: read,
+		`raftstream_stream_group_lag{shard="0",stream="orders",group="billing"}`:     N - read,
+		`raftstream_shard_role{shard="0",role="leader"}`:                             1,
+		`raftstream_shard_has_leader{shard="0"}`:                                     1,
+		`raftstream_shard_apply_lag{shard="0"}`:                                      0,
+		`raftstream_shard_snapshots_total{shard="0"}`:                                1,
+		`raftstream_shard_snapshot_seconds_count{shard="0"}`:                         1,
+		`raftstream_shard_proposals_rejected_total{shard="0"}`:                       0,
+		`raftstream_ready`:                     1,
+		`raftstream_clients_blocked`:           0,
+		`raftstream_cluster_nodes{state="up"}`: 1,
+	}
+	for k, v := range want {
+		got, ok := m[k]
+		if !ok {
+			t.Errorf("series %s missing", k)
+		} else if got != v {
+			t.Errorf("%s = %v, want %v", k, got, v)
+		}
+	}
+	if v := m[`raftstream_clients_connected`]; v < 1 {
+		t.Errorf("raftstream_clients_connected = %v with a client connected", v)
+	}
+	if _, ok := m[`raftstream_stream_length{shard="0",stream="tiny"}`]; ok {
+		t.Errorf("--metrics-streams 2 exported a third stream")
+	}
+	// Every write went through one Raft entry each (one client, waiting), so
+	// entries and batch sizes account for at least the N+4 XADDs.
+	if v := m[`raftstream_shard_batch_commands_sum{shard="0"}`]; v < N+4+2 {
+		t.Errorf("batch_commands_sum = %v, want >= %d", v, N+6)
+	}
+	if v := m[`raftstream_shard_commit_seconds_count{shard="0"}`]; v < N+4 {
+		t.Errorf("commit_seconds_count = %v, want >= %d", v, N+4)
+	}
+	if v := m[`raftstream_shard_commit_seconds_bucket{shard="0",le="+Inf"}`]; v != m[`raftstream_shard_commit_seconds_count{shard="0"}`] {
+		t.Errorf("commit_seconds +Inf bucket %v != count", v)
+	}
+	if m[`raftstream_shard_applied_index{shard="0"}`] < N || m[`raftstream_shard_term{shard="0"}`] < 1 ||
+		m[`raftstream_shard_leader_changes_total{shard="0"}`] < 1 || m[`raftstream_shard_snapshot_bytes{shard="0"}`] <= 0 {
+		t.Errorf("implausible raft series: applied=%v term=%v leader_changes=%v snapshot_bytes=%v",
+			m[`raftstream_shard_applied_index{shard="0"}`], m[`raftstream_shard_term{shard="0"}`],
+			m[`raftstream_shard_leader_changes_total{shard="0"}`], m[`raftstream_shard_snapshot_bytes{shard="0"}`])
+	}
+	if code, _ := httpGet("http://" + admin + "/healthz"); code != 200 {
+		t.Errorf("/healthz = %d", code)
+	}
+	if code, body := httpGet("http://" + admin + "/readyz"); code != 200 {
+		t.Errorf("/readyz = %d %s", code, body)
+	}
+	if code, _ := httpGet("http://" + admin + "/debug/pprof/"); code != 404 {
+		t.Errorf("/debug/pprof/ without --pprof = %d, want 404", code)
+	}
+}
+
+// clusterProc is one node of a test cluster with its own admin port and a
+// JSON log file; it can be killed and restarted with the same arguments.
+type clusterProc struct {
+	t         *testing.T
+	args      []string
+	addr, adm string
+	logPath   string
+	cmd       *exec.Cmd
+}
+
+func (p *clusterProc) start() {
+	p.t.Helper()
+	lf, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.cmd = exec.Command(binary, p.args...)
+	p.cmd.Stdout, p.cmd.Stderr = lf, lf
+	if err := p.cmd.Start(); err != nil {
+		p.t.Fatal(err)
+	}
+	lf.Close()
+}
+
+func (p *clusterProc) kill() {
+	if p.cmd != nil {
+		_ = p.cmd.Process.Kill()
+		_, _ = p.cmd.Process.Wait()
+		p.cmd = nil
+	}
+}
+
+// startAdminCluster starts n nodes (shards shards) logging JSON at the
+// default level, each with --admin-addr.
+func startAdminCluster(t *testing.T, n, shards int) []*clusterProc {
+	root := t.TempDir()
+	ports, buses, adms := make([]int, n), make([]string, n), make([]int, n)
+	for i := range ports {
+		ports[i], adms[i] = resptest.FreePort(t), resptest.FreePort(t)
+		buses[i] = "127.0.0.1:" + strconv.Itoa(resptest.FreePort(t))
+	}
+	procs := make([]*clusterProc, n)
+	for i := range procs {
+		_, bus, _ := strings.Cut(buses[i], ":")
+		p := &clusterProc{t: t, addr: fmt.Sprintf("127.0.0.1:%d", ports[i]), adm: fmt.Sprintf("127.0.0.1:%d", adms[i]),
+			logPath: filepath.Join(root, fmt.Sprintf("node%d.log", i))}
+		p.args = []string{"--port", strconv.Itoa(ports[i]), "--cluster-port", bus,
+			"--dir", filepath.Join(root, fmt.Sprint("node", i)), "--join", strings.Join(buses, ","),
+			"--bootstrap-expect", strconv.Itoa(n), "--shards", strconv.Itoa(shards),
+			"--log-format", "json", "--admin-addr", p.adm,
+			"--raft-heartbeat-timeout", "300ms", "--raft-election-timeout", "300ms"}
+		p.start()
+		procs[i] = p
+		t.Cleanup(p.kill)
+	}
+	return procs
+}
+
+// waitHTTP polls url until it answers code, or fails the test after d.
+func waitHTTP(t *testing.T, url string, code int, d time.Duration) {
+	t.Helper()
+	var got int
+	var body string
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if got, body = httpGet(url); got == code {
+			return
+		}
+	}
+	t.Fatalf("%s: still %d (%s) after %v, want %d", url, got, strings.TrimSpace(body), d, code)
+}
+
+// TestAdminClusterReadinessStatusAndLogs runs 3 real nodes: every /readyz
+// turns 200; `raftstream status` lists every node and every shard replica;
+// transfer-leader moves a leader; killing two nodes makes the survivor's
+// /readyz 503 (its shards lost quorum) and restarting them makes it 200
+// again. Finally every log line of every node is one JSON object and none
+// is at DEBUG level.
+func TestAdminClusterReadinessStatusAndLogs(t *testing.T) {
+	const shards = 2
+	procs := startAdminCluster(t, 3, shards)
+	for _, p := range procs {
+		waitHTTP(t, "http://"+p.adm+"/readyz", 200, 60*time.Second)
+	}
+
+	out, err := runCLI(t, "status", "--addr", procs[0].addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range procs {
+		if !strings.Contains(out, p.addr) {
+			t.Errorf("status does not list node %s:\n%s", p.addr, out)
+		}
+	}
+	leaderOf := map[int]string{}
+	replicas := map[int]int{}
+	row := regexp.MustCompile(`(?m)^(\d+)\s+(\S+)\s+(\S+)\s+(leader|follower|candidate)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\S+)`)
+	for _, m := range row.FindAllStringSubmatch(out, -1) {
+		sh, _ := strconv.Atoi(m[1])
+		replicas[sh]++
+		if m[4] == "leader" {
+			leaderOf[sh] = m[3]
+		}
+	}
+	for sh := 0; sh < shards; sh++ {
+		if replicas[sh] != 3 || leaderOf[sh] == "" {
+			t.Errorf("status: shard %d has %d replica rows, leader %q:\n%s", sh, replicas[sh], leaderOf[sh], out)
+		}
+	}
+
+	// transfer-leader: ask shard 0's leader to hand over; status then shows
+	// another node leading it.
+	if old := leaderOf[0]; old != "" {
+		if o, err := runCLI(t, "transfer-leader", "--addr", old, "--shard", "0"); err != nil {
+			t.Errorf("transfer-leader: %v %s", err, o)
+		} else {
+			moved := false
+			for deadline := time.Now().Add(10 * time.Second); !moved && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+				o, _ := runCLI(t, "status", "--addr", procs[0].addr)
+				for _, m := range row.FindAllStringSubmatch(o, -1) {
+					if m[1] == "0" && m[4] == "leader" && m[3] != old {
+						moved = true
+					}
+				}
+			}
+			if !moved {
+				t.Errorf("shard 0 still led by %s after transfer-leader", old)
+			}
+		}
+	}
+	if o, err := runCLI(t, "snapshot", "--addr", procs[0].addr); err != nil || !strings.Contains(o, "snapshot(s) taken") {
+		t.Errorf("snapshot: %q %v", o, err)
+	}
+
+	// Quorum loss: the survivor must stop claiming readiness.
+	t.Logf("status:\n%s", out)
+	procs[1].kill()
+	procs[2].kill()
+	start := time.Now()
+	waitHTTP(t, "http://"+procs[0].adm+"/readyz", 503, 30*time.Second)
+	_, why := httpGet("http://" + procs[0].adm + "/readyz")
+	t.Logf("survivor not ready after %v: %s", time.Since(start).Round(time.Millisecond), strings.TrimSpace(why))
+	if m := scrape(t, procs[0].adm); m["raftstream_ready"] != 0 {
+		t.Errorf("raftstream_ready = %v while quorum is lost", m["raftstream_ready"])
+	}
+	procs[1].start()
+	procs[2].start()
+	start = time.Now()
+	waitHTTP(t, "http://"+procs[0].adm+"/readyz", 200, 60*time.Second)
+	t.Logf("survivor ready again %v after the restart", time.Since(start).Round(time.Millisecond))
+	for _, p := range procs {
+		p.kill()
+	}
+
+	for i, p := range procs {
+		f, err := os.Open(p.logPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		lines := 0
+		for sc.Scan() {
+			l := sc.Bytes()
+			if bytes.HasPrefix(l, []byte("WARNING: DATA RACE")) {
+				t.Errorf("node %d: data race in log", i)
+			}
+			var ev map[string]any
+			if err := json.Unmarshal(l, &ev); err != nil {
+				t.Errorf("node %d: log line is not JSON: %q", i, l)
+				continue
+			}
+			lines++
+			if lv, _ := ev["level"].(string); lv == "DEBUG" || lv == "" {
+				t.Errorf("node %d: level %q at the default log level: %q", i, lv, l)
+			}
+			if _, ok := ev["msg"].(string); !ok {
+				t.Errorf("node %d: log line without msg: %q", i, l)
+			}
+		}
+		f.Close()
+		if lines == 0 {
+			t.Errorf("node %d logged nothing", i)
+		}
+	}
+}
