@@ -56,6 +56,10 @@ func (s *Server) multiQueue(c *client, argv [][]byte) (reply, bool) {
 		m.dirty = true
 		return er, true
 	}
+	if er := s.checkOOM(cmd); er != nil {
+		m.dirty = true
+		return er, true
+	}
 	if cmd.Kind == KindWrite || cmd.Kind == KindRead {
 		shard, slot, er := s.route(cmd, argv)
 		if er != nil {

@@ -84,9 +84,10 @@ type Server struct {
 	clients map[int64]*client
 	conf    map[string]string // local CONFIG SET values
 
-	acl      *aclStore       // users and ACL LOG (acl.go)
-	fwd      *forwarder      // nil unless Config.Forwarding
-	sem      []chan struct{} // per shard: pipelined writes in flight (MaxInFlight)
+	acl      *aclStore                // users and ACL LOG (acl.go)
+	mem      atomic.Pointer[memWatch] // maxmemory verdict (limits.go); nil = no limit
+	fwd      *forwarder               // nil unless Config.Forwarding
+	sem      []chan struct{}          // per shard: pipelined writes in flight (MaxInFlight)
 	waiters  *waiters
 	nBlocked atomic.Int64 // connections currently waiting in a blocking read
 	cmdm     *cmdMetrics  // per-command counts and latencies (metrics_cmds.go)
@@ -417,7 +418,7 @@ func (s *Server) runPipeline(c *client, argvs [][][]byte) {
 // blocking, keys in one shard) that can be submitted without waiting, and
 // where it goes.
 func (s *Server) plainWrite(c *client, argv [][]byte) (shard, slot int, name string, ok bool) {
-	if c.multi != nil || !c.authed || c.restricted(s) {
+	if c.multi != nil || !c.authed || c.restricted(s) || s.overMaxMemory() {
 		return 0, 0, "", false
 	}
 	cmd, er := lookup(argv)
@@ -490,6 +491,9 @@ func (s *Server) exec(c *client, argv [][]byte) reply {
 	c.lastCmdName = cmd.Name
 	c.publish()
 	if er := s.checkPerm(c, cmd, argv); er != nil {
+		return er
+	}
+	if er := s.checkOOM(cmd); er != nil {
 		return er
 	}
 	switch cmd.Name {

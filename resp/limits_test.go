@@ -1,0 +1,193 @@
+package resp
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/raftstream/raftstream/resp/resptest"
+)
+
+// Above maxmemory, denyoom commands fail with Redis's -OOM while reads and
+// the commands that free memory keep working (differential).
+func TestMaxMemoryMatchesRedis(t *testing.T) {
+	redisAddr := resptest.StartRedis(t)
+	s := New(newFakeBackend(1), Config{})
+	ours := serveOn(t, s)
+	rc, oc := dial(t, redisAddr), dial(t, ours)
+	setup := [][]string{
+		{"XADD", "s", "1-1", "f", "v"}, {"XADD", "s", "2-1", "f", "v"}, {"XADD", "s", "3-1", "f", "v"},
+		{"XGROUP", "CREATE", "s", "g", "0"}, {"XREADGROUP", "GROUP", "g", "c", "COUNT", "2", "STREAMS", "s", ">"},
+	}
+	script := [][]string{
+		{"XADD", "s", "4-1", "f", "v"},
+		{"XADD", "new", "*", "f", "v"},
+		{"SET", "k", "v"},
+		{"XGROUP", "CREATE", "s", "g2", "0"},
+		{"XLEN", "s"},
+		{"XRANGE", "s", "-", "+", "COUNT", "1"},
+		{"XACK", "s", "g", "1-1"},
+		{"XDEL", "s", "2-1"},
+		{"XTRIM", "s", "MAXLEN", "1"},
+		{"XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", "0"},
+		{"MULTI"}, {"XADD", "s", "5-1", "f", "v"}, {"EXEC"},
+		{"DEL", "s"},
+	}
+	for _, c := range setup {
+		do(t, rc, c...)
+		do(t, oc, c...)
+	}
+	do(t, rc, "CONFIG", "SET", "maxmemory", "1")
+	s.SetLimits(Limits{MaxMemory: 1})
+	for _, c := range script {
+		if want, got := do(t, rc, c...), do(t, oc, c...); want != got {
+			t.Errorf("%q: redis %q, ours %q", c, want, got)
+		}
+	}
+	// Pipelined writes (the fast path) are refused too.
+	for range 3 {
+		if err := oc.Send("XADD", "p", "*", "f", "v"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 3 {
+		if got, _ := oc.ReadReply(); string(got) != "-"+errOOM.Msg+"\r\n" {
+			t.Errorf("pipelined XADD above maxmemory: %q", got)
+		}
+	}
+}
+
+func TestMaxClients(t *testing.T) {
+	s := New(newFakeBackend(1), Config{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	go func() { _ = s.Serve(LimitListener(ln, Limits{MaxClients: 2}, nil)) }()
+	t.Cleanup(func() { _ = s.Shutdown(t.Context()) })
+	a, b := dial(t, addr), dial(t, addr)
+	do(t, a, "PING")
+	do(t, b, "PING")
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	got, _ := io.ReadAll(c)
+	c.Close()
+	if string(got) != "-ERR max number of clients reached\r\n" {
+		t.Errorf("third client: %q", got)
+	}
+	// A slot frees when a client leaves.
+	a.Close()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		d, err := resptest.Dial(addr)
+		if err == nil {
+			r, _ := d.Do("PING")
+			d.Close()
+			if string(r) == "+PONG\r\n" {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no slot after a client closed")
+		}
+	}
+}
+
+func TestIdleTimeoutClosesIdleClients(t *testing.T) {
+	s := New(newFakeBackend(1), Config{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = s.Serve(LimitListener(ln, Limits{IdleTimeout: 300 * time.Millisecond}, nil)) }()
+	t.Cleanup(func() { _ = s.Shutdown(t.Context()) })
+	addr := ln.Addr().String()
+	busy, idle := dial(t, addr), dial(t, addr)
+	do(t, idle, "PING")
+	// A blocked client is not idle.
+	blocked := dial(t, addr)
+	if err := blocked.Send("XREAD", "BLOCK", "900", "STREAMS", "nothing", "$"); err != nil {
+		t.Fatal(err)
+	}
+	for range 8 {
+		time.Sleep(100 * time.Millisecond)
+		if got := do(t, busy, "PING"); got != "+PONG\r\n" {
+			t.Fatalf("busy client: %q", got)
+		}
+	}
+	idle.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := idle.Do("PING"); err == nil {
+		t.Error("idle client still connected after the timeout")
+	}
+	blocked.SetDeadline(time.Now().Add(2 * time.Second))
+	if got, err := blocked.ReadReply(); err != nil || string(got) != "*-1\r\n" {
+		t.Errorf("blocked client: %q %v", got, err)
+	}
+}
+
+// A client that asks for a huge reply and stops reading is disconnected
+// once its output stalls, and the memory the reply held is released; other
+// clients are served meanwhile.
+func TestSlowReaderDisconnected(t *testing.T) {
+	s := New(newFakeBackend(1), Config{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = s.Serve(LimitListener(ln, Limits{WriteTimeout: 300 * time.Millisecond}, nil)) }()
+	t.Cleanup(func() { _ = s.Shutdown(t.Context()) })
+	addr := ln.Addr().String()
+	w := dial(t, addr)
+	val := string(bytes.Repeat([]byte("x"), 4096))
+	for i := range 5000 { // ~20 MB stream
+		if err := w.Send("XADD", "big", strconv.Itoa(i+1)+"-1", "f", val); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 5000 {
+		if _, err := w.ReadReply(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slow, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	if tc, ok := slow.(*net.TCPConn); ok {
+		_ = tc.SetReadBuffer(4096)
+	}
+	for range 4 {
+		if _, err := slow.Write(resptest.EncodeCommand("XRANGE", "big", "-", "+")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Others are served while the slow reader's output is stuck.
+	time.Sleep(200 * time.Millisecond)
+	if got := do(t, w, "XLEN", "big"); got != ":5000\r\n" {
+		t.Errorf("other client: %q", got)
+	}
+	// The slow client is dropped: draining what was sent ends in EOF/reset.
+	time.Sleep(time.Second)
+	_ = slow.SetReadDeadline(time.Now().Add(5 * time.Second))
+	n, err := io.Copy(io.Discard, slow)
+	var ne net.Error
+	if n >= 4*5000*4096 || errors.As(err, &ne) && ne.Timeout() {
+		t.Errorf("slow reader not disconnected: got %d bytes, %v", n, err)
+	}
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	t.Logf("slow reader got %d bytes before disconnect (%v); heap in use after: %d MB", n, err, ms.HeapInuse>>20)
+	if ms.HeapInuse > 200<<20 {
+		t.Errorf("heap still %d MB after the slow reader was dropped", ms.HeapInuse>>20)
+	}
+}
