@@ -29,7 +29,7 @@ fi
 for bug in ack-before-commit stale-read drop-pel-update; do
 	echo "== self-test: --debug-inject-bug $bug must be flagged"
 	"$bin/jepsen" run -bin "$bin/raftstream" -nodes 3 -inject-bug "$bug" -seed "$seed" \
-		-duration 8s -faults partition-leader,leader-pause -fault-every 1s -fault-for 2s \
+		-duration 10s -faults partition-leader,leader-pause -fault-every 700ms -fault-for 1500ms \
 		-out "$out/bug-$bug" 2>"$out/bug-$bug.log" >"$out/bug-$bug.txt"
 	code=$?
 	grep '^illegal' "$out/bug-$bug.txt"
