@@ -20,6 +20,7 @@ import (
 //	    [shard, role, term, commit-index, applied-index, last-index, leader-id, leader-changes]
 //	RAFTSTREAM TRANSFER-LEADER shard [node] move leadership of a shard this node leads
 //	RAFTSTREAM SNAPSHOT [shard]             snapshot one (or every) local replica; replies the count taken
+//	RAFTSTREAM REMOVE-NODE node-id          drain a member and drop it from the cluster (waits)
 
 // adminTimeout bounds a leadership transfer.
 const adminTimeout = 10 * time.Second
@@ -115,4 +116,27 @@ func cmdRaftstreamSnapshot(s *Server, c *client, argv [][]byte) reply {
 
 func oneLine(err error) string {
 	return strings.NewReplacer("\r", " ", "\n", " ").Replace(fmt.Sprint(err))
+}
+
+// NodeRemover is implemented by backends that can drain and drop a member
+// (cluster.Node.RemoveNode). RAFTSTREAM REMOVE-NODE fails without it.
+type NodeRemover interface {
+	RemoveNode(ctx context.Context, id string) error
+}
+
+// removeNodeTimeout bounds RAFTSTREAM REMOVE-NODE: draining moves every
+// replica the node holds, which takes catch-up time per shard.
+const removeNodeTimeout = 5 * time.Minute
+
+func cmdRaftstreamRemoveNode(s *Server, c *client, argv [][]byte) reply {
+	nr, ok := s.be.(NodeRemover)
+	if !ok {
+		return errorf("ERR this node does not support removing members")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), removeNodeTimeout)
+	defer cancel()
+	if err := nr.RemoveNode(ctx, string(argv[2])); err != nil {
+		return errorf("ERR remove-node %s: %s", argv[2], oneLine(err))
+	}
+	return engine.SimpleString("OK")
 }

@@ -287,6 +287,7 @@ func init() {
 		&Command{Name: "status", Arity: 2, Flags: FlagAdmin | FlagNoScript | FlagStale, Categories: "@admin @slow @dangerous", Kind: KindLocal, local: cmdRaftstreamStatus, Group: "server", Since: "7.0.0", Summary: "Returns the Raft state of every shard replica hosted on this node."},
 		&Command{Name: "transfer-leader", Arity: -3, Flags: FlagAdmin | FlagNoScript, Categories: "@admin @slow @dangerous", Kind: KindLocal, local: cmdRaftstreamTransferLeader, Group: "server", Since: "7.0.0", Summary: "Hands leadership of a shard led by this node to another replica."},
 		&Command{Name: "snapshot", Arity: -2, Flags: FlagAdmin | FlagNoScript, Categories: "@admin @slow @dangerous", Kind: KindLocal, local: cmdRaftstreamSnapshot, Group: "server", Since: "7.0.0", Summary: "Takes a Raft snapshot of one or every shard replica hosted on this node."},
+		&Command{Name: "remove-node", Arity: 3, Flags: FlagAdmin | FlagNoScript, Categories: "@admin @slow @dangerous", Kind: KindLocal, local: cmdRaftstreamRemoveNode, Group: "server", Since: "7.0.0", Summary: "Drains a member (its replicas move, its leaderships are handed over) and drops it from the cluster."},
 	)
 	command := add(&Command{Name: "command", Arity: -1, Flags: fHelp, Categories: "@slow @connection", Tips: []string{"nondeterministic_output_order"}, Kind: KindLocal, local: cmdCommand, Group: "server", Since: "2.8.13", Summary: "Returns detailed information about all commands."})
 	sub(command,

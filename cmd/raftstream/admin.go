@@ -21,12 +21,16 @@ import (
 //	raftstream status          --addr host:port        table of nodes and shard replicas
 //	raftstream transfer-leader --addr host:port --shard N [--to node-id]
 //	raftstream snapshot        --addr host:port [--shard N]
+//	raftstream remove-node     --addr host:port --node node-id
+//
+// Adding a node needs no subcommand: start it with --join (deploy/OPERATIONS.md).
 
 // adminCommands maps a subcommand name to its entry point (exit status).
 var adminCommands = map[string]func(args []string, stdout, stderr io.Writer) int{
 	"status":          statusCmd,
 	"transfer-leader": transferLeaderCmd,
 	"snapshot":        snapshotCmd,
+	"remove-node":     removeNodeCmd,
 }
 
 // adminOptions are the server's admin HTTP flags.
@@ -116,6 +120,20 @@ func snapshotCmd(args []string, stdout, stderr io.Writer) int {
 		cmd = append(cmd, fmt.Sprint(*shard))
 	}
 	return doAdmin(*addr, *pass, *timeout, cmd, stdout, stderr)
+}
+
+func removeNodeCmd(args []string, stdout, stderr io.Writer) int {
+	fs, addr, pass, timeout := clientFlags("remove-node", stderr)
+	id := fs.String("node", "", "ID of the member to drain and remove (40 hex, as CLUSTER NODES prints it)")
+	*timeout = 6 * time.Minute
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *id == "" {
+		fmt.Fprintln(stderr, "raftstream remove-node: --node is required")
+		return 2
+	}
+	return doAdmin(*addr, *pass, *timeout, []string{"RAFTSTREAM", "REMOVE-NODE", *id}, stdout, stderr)
 }
 
 // doAdmin runs one admin command and prints its reply.
