@@ -68,7 +68,8 @@ func profileRuns(name string, base runner.Config, set map[string]bool) ([]runner
 		per := min(5*time.Minute, total)
 		for i := 0; time.Duration(i)*per < total; i++ {
 			m := workload.Mixes[i%len(workload.Mixes)]
-			add(fmt.Sprintf("%d-%s", i+1, m), mix(m), pick(runner.AllFaults), 3*time.Second, 2*time.Second, per)
+			add(fmt.Sprintf("%d-%s", i+1, m), mix(m), pick(runner.AllFaults), 3*time.Second, 2*time.Second,
+				min(per, total-time.Duration(i)*per))
 		}
 	default:
 		return nil, fmt.Errorf("unknown profile %q (want ci or soak)", name)

@@ -59,6 +59,9 @@ func TestProfileFlagsOverride(t *testing.T) {
 	if len(runs) != 3 {
 		t.Fatalf("%d soak runs for 12m, want 3 of at most 5m", len(runs))
 	}
+	if runs[2].Duration != 2*time.Minute {
+		t.Errorf("last soak run %v, want the remaining 2m", runs[2].Duration)
+	}
 	for _, r := range runs {
 		if !slices.Equal(r.Faults, []string{"kill"}) || r.Workload != "idempotent" {
 			t.Errorf("override lost: %v %s", r.Faults, r.Workload)
