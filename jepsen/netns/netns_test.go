@@ -1,0 +1,81 @@
+package netns
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestPartitionInsideNamespaces builds 2 node namespaces and the ctl one,
+// runs redis-server in n1, and checks with redis-cli: ctl and n2 reach it;
+// after Partition({1},{2}) n2 no longer does while ctl still does; after
+// Heal n2 does again. Cleanup leaves no namespace behind.
+func TestPartitionInsideNamespaces(t *testing.T) {
+	if err := Available(); err != nil {
+		t.Skip("network namespaces unavailable: ", err)
+	}
+	for _, b := range []string{"redis-server", "redis-cli"} {
+		if _, err := exec.LookPath(b); err != nil {
+			t.Skip(b, " not installed")
+		}
+	}
+	n, err := Setup("rsjt", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		n.Cleanup()
+		out, _ := exec.Command("ip", "netns", "list").Output()
+		if strings.Contains(string(out), "rsjt") {
+			t.Errorf("namespaces left behind: %s", out)
+		}
+	})
+	srv := Command(n.NS(1), "redis-server", "--bind", n.IP(1), "--port", "6390", "--save", "", "--appendonly", "no", "--protected-mode", "no")
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Process.Kill(); _ = srv.Wait() })
+	ping := func(ns string) bool {
+		out, err := Command(ns, "timeout", "1", "redis-cli", "-h", n.IP(1), "-p", "6390", "PING").Output()
+		return err == nil && strings.TrimSpace(string(out)) == "PONG"
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !ping(n.Ctl()) {
+		if time.Now().After(deadline) {
+			t.Fatal("ctl cannot reach n1")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !ping(n.NS(2)) {
+		t.Fatal("n2 cannot reach n1 before the partition")
+	}
+	if err := n.Partition([]int{1}, []int{2}); err != nil {
+		t.Fatal(err)
+	}
+	if ping(n.NS(2)) {
+		t.Fatal("n2 reaches n1 across the partition")
+	}
+	if !ping(n.Ctl()) {
+		t.Fatal("the partition cut the ctl namespace off")
+	}
+	if err := n.Heal(); err != nil {
+		t.Fatal(err)
+	}
+	if !ping(n.NS(2)) {
+		t.Fatal("n2 cannot reach n1 after the heal")
+	}
+}
+
+func TestSetupRejectsBadInput(t *testing.T) {
+	if _, err := Setup("", 3); err == nil {
+		t.Error("empty prefix accepted")
+	}
+	if _, err := Setup("toolongprefix", 3); err == nil {
+		t.Error("long prefix accepted")
+	}
+	n := &Net{Prefix: "rsj", Nodes: 3}
+	if n.IP(0) != "10.77.0.2" || n.IP(3) != "10.77.0.13" || n.NS(2) != "rsjn2" || n.Ctl() != "rsjctl" {
+		t.Errorf("names %s %s %s %s", n.IP(0), n.IP(3), n.NS(2), n.Ctl())
+	}
+}
