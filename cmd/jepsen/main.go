@@ -28,6 +28,7 @@ import (
 	"github.com/raftstream/raftstream/jepsen/checker"
 	"github.com/raftstream/raftstream/jepsen/external"
 	"github.com/raftstream/raftstream/jepsen/history"
+	"github.com/raftstream/raftstream/jepsen/netns"
 	"github.com/raftstream/raftstream/jepsen/report"
 	"github.com/raftstream/raftstream/jepsen/runner"
 	"github.com/raftstream/raftstream/jepsen/workload"
@@ -83,6 +84,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.InjectBug, "inject-bug", "", "self-test: start the servers with --debug-inject-bug (ack-before-commit, stale-read, drop-pel-update); the checkers must flag the run")
 	fs.DurationVar(&cfg.Skew, "skew", 5*time.Second, "clock offset applied by the clock-skew fault")
 	fs.DurationVar(&cfg.Duration, "time", 20*time.Second, "alias of -duration")
+	driver := fs.String("driver", "local", "how nodes started with -bin are networked: local (127.0.0.1, per-link proxies) or netns (root: a namespace per node, nftables partitions, clients in a ctl namespace)")
 	profile := fs.String("profile", "", "preset: ci (every fault and workload on 3 local nodes, under 3 minutes) or soak (every fault, workloads in turn, for -time; default 30m); flags given explicitly override it (-seed replays)")
 	fs.DurationVar(&cfg.FaultEvery, "fault-every", 2*time.Second, "quiet time before each fault")
 	fs.DurationVar(&cfg.FaultFor, "fault-for", 2*time.Second, "length of each fault")
@@ -90,6 +92,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&cfg.Checker.Trims, "trims", false, "the workload trims streams")
 	fs.DurationVar(&cfg.Checker.LinearTimeout, "linear-timeout", 30*time.Second, "linearizability search budget per stream")
 	if err := fs.Parse(args); err != nil {
+		return report.ExitUnknown
+	}
+	switch *driver {
+	case "local":
+	case "netns":
+		return runNetns(args, cfg.Nodes, stdout, stderr)
+	case netnsInner:
+		cfg.Netns = &netns.Net{Prefix: netnsPrefix, Nodes: cfg.Nodes}
+	default:
+		fmt.Fprintf(stderr, "jepsen: unknown -driver %q\n", *driver)
 		return report.ExitUnknown
 	}
 	if containers != "" {

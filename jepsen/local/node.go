@@ -25,6 +25,7 @@ type Node struct {
 	Bin  string
 	Args []string
 	Port int
+	Host string // RESP host; default 127.0.0.1 (the netns driver uses the node's namespace IP)
 	Dir  string
 	Log  string // file collecting the process's stdout and stderr
 	// Vars are further substitutions in Args: "{key}" becomes Vars[key].
@@ -36,7 +37,13 @@ type Node struct {
 }
 
 // Addr is the node's RESP address.
-func (n *Node) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(n.Port)) }
+func (n *Node) Addr() string {
+	h := n.Host
+	if h == "" {
+		h = "127.0.0.1"
+	}
+	return net.JoinHostPort(h, strconv.Itoa(n.Port))
+}
 
 // Running reports whether the process is alive.
 func (n *Node) Running() bool {

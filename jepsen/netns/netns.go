@@ -137,6 +137,21 @@ func (n *Net) Partition(groups ...[]int) error {
 	return nil
 }
 
+// Cut drops, for each pair {to, from} (node numbers from 1), the packets
+// node to receives from node from. It replaces any previous partition.
+func (n *Net) Cut(pairs [][2]int) error {
+	if err := n.Heal(); err != nil {
+		return err
+	}
+	for _, p := range pairs {
+		if err := run("ip", "netns", "exec", n.NS(p[0]), "nft", "add", "rule", "inet", "jepsen", "input",
+			"ip", "saddr", n.IP(p[1]), "drop"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Heal removes every drop rule.
 func (n *Net) Heal() error {
 	var errs []error

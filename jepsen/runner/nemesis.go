@@ -52,7 +52,13 @@ func inject(ctx context.Context, cfg Config, s *system, f string, j, i int, rnd 
 	for k, m := range s.nodes {
 		names[k] = m.Name
 	}
-	healNet := func() error { s.net.Heal(); return nil }
+	healNet := func() error {
+		s.net.Heal()
+		if s.ns != nil {
+			return s.ns.Heal()
+		}
+		return nil
+	}
 	pass := func() error { p.Set(local.Pass, 0); return nil }
 	into := func(m local.Mode, d time.Duration) { // every link into n
 		for _, l := range s.net.Links() {
@@ -98,45 +104,48 @@ func inject(ctx context.Context, cfg Config, s *system, f string, j, i int, rnd 
 		into(local.Delay, cfg.Delay)
 		return fmt.Sprintf("%s %v %s", f, cfg.Delay, n.Name), healNet, nil
 	case FaultPartitionOne:
-		return s.net.Isolate(local.Blackhole, 0, n.Name), healNet, nil
+		return "isolate " + n.Name + " blackhole", healNet, s.cut(func(a, b string) bool { return a == n.Name || b == n.Name })
 	case FaultPartitionLeader:
 		l, ok := s.leader(ctx, s.keys[0], 300*time.Millisecond)
 		if !ok {
 			l = j
 		}
-		return s.net.Isolate(local.Blackhole, 0, names[l]) + " (leader of " + s.keys[0] + ")", healNet, nil
+		err := s.cut(func(a, b string) bool { return a == names[l] || b == names[l] })
+		return "isolate " + names[l] + " blackhole (leader of " + s.keys[0] + ")", healNet, err
 	case FaultPartitionHalves:
 		perm := rnd.Perm(len(names))
+		side := map[string]int{}
 		var a, b []string
 		for k, x := range perm {
 			if k < len(perm)/2 {
 				a = append(a, names[x])
 			} else {
 				b = append(b, names[x])
+				side[names[x]] = 1
 			}
 		}
-		return s.net.Partition(local.Blackhole, 0, a, b), healNet, nil
+		err := s.cut(func(x, y string) bool { return side[x] != side[y] })
+		return fmt.Sprintf("partition %s|%s blackhole", strings.Join(a, ","), strings.Join(b, ",")), healNet, err
 	case FaultPartitionRing:
 		k := len(names)
-		for _, l := range s.net.Links() {
-			a, b := index(names, l.From), index(names, l.To)
-			d := (a - b + k) % k
-			if d == 1 || d == k-1 {
-				_ = s.net.Set(l.From, l.To, local.Pass, 0)
-			} else {
-				_ = s.net.Set(l.From, l.To, local.Blackhole, 0)
-			}
-		}
-		return "partition ring " + strings.Join(names, "-") + " blackhole", healNet, nil
+		err := s.cut(func(x, y string) bool {
+			d := (index(names, x) - index(names, y) + k) % k
+			return d != 1 && d != k-1
+		})
+		return "partition ring " + strings.Join(names, "-") + " blackhole", healNet, err
 	case FaultPartitionBridge:
 		// n is the bridge; the others split into two halves that only it joins.
 		var rest []string
+		side := map[string]int{}
 		for k := 1; k < len(names); k++ {
 			rest = append(rest, names[(j+k)%len(names)])
 		}
 		a, b := rest[:len(rest)/2], rest[len(rest)/2:]
-		s.net.Partition(local.Blackhole, 0, a, b)
-		return fmt.Sprintf("partition bridge %s|%s via %s blackhole", strings.Join(a, ","), strings.Join(b, ","), n.Name), healNet, nil
+		for _, x := range b {
+			side[x] = 1
+		}
+		err := s.cut(func(x, y string) bool { return x != n.Name && y != n.Name && side[x] != side[y] })
+		return fmt.Sprintf("partition bridge %s|%s via %s blackhole", strings.Join(a, ","), strings.Join(b, ","), n.Name), healNet, err
 	case FaultOneWay:
 		for _, l := range s.net.Links() {
 			if l.From == n.Name {
@@ -212,4 +221,29 @@ func injectDocker(ctx context.Context, s *system, f string, j int) (string, func
 		return "isolate " + s.nodes[l].Name + " (docker network disconnect)", func() error { return d.Connect(l) }, d.Disconnect(l), true
 	}
 	return "", nil, nil, false
+}
+
+// cut blackholes the node-to-node links between x and y where blocked(x, y)
+// (symmetric) and passes the others: per-link proxies with the local
+// driver, nftables drops in the node namespaces with the netns driver.
+func (s *system) cut(blocked func(x, y string) bool) error {
+	if s.ns != nil {
+		var pairs [][2]int
+		for i, a := range s.nodes {
+			for j, b := range s.nodes {
+				if i != j && blocked(a.Name, b.Name) {
+					pairs = append(pairs, [2]int{i + 1, j + 1})
+				}
+			}
+		}
+		return s.ns.Cut(pairs)
+	}
+	for _, l := range s.net.Links() {
+		m := local.Pass
+		if blocked(l.From, l.To) {
+			m = local.Blackhole
+		}
+		_ = s.net.Set(l.From, l.To, m, 0)
+	}
+	return nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/raftstream/raftstream/jepsen/checker"
 	"github.com/raftstream/raftstream/jepsen/external"
 	"github.com/raftstream/raftstream/jepsen/history"
+	"github.com/raftstream/raftstream/jepsen/netns"
 	"github.com/raftstream/raftstream/jepsen/report"
 	"github.com/raftstream/raftstream/jepsen/workload"
 )
@@ -66,6 +67,9 @@ var AllFaults = []string{FaultStall, FaultDelay, FaultReset, FaultBlackhole, Fau
 // dockerFaults are the faults the external (docker) driver can inject.
 var dockerFaults = []string{FaultKill, FaultPause, FaultPartitionOne, FaultPartitionLeader, FaultLeaderPause}
 
+// proxyOnlyFaults need the local driver's per-link bus proxies.
+var proxyOnlyFaults = []string{FaultBusStall, FaultBusBlackhole, FaultBusDelay, FaultBusReset, FaultOneWay, FaultLinkDelay}
+
 // DefaultArgs are the raftstream arguments for nodes started by the runner.
 func DefaultArgs(nodes int) []string {
 	a := "--port {port} --dir {dir} --debug-clock-offset {clock}"
@@ -86,7 +90,13 @@ type Config struct {
 	// (Addr) made of docker containers, one per address (the external
 	// driver). Without it a running cluster only gets client-link faults.
 	Docker *external.Docker
-	Dir    string // parent of the nodes' data directories; default Out
+	// Netns runs the nodes in the namespaces of a set-up netns.Net (this
+	// process must itself run in its ctl namespace: see cmd/jepsen -driver
+	// netns); partitions are then nftables rules inside the node
+	// namespaces, and the per-link proxy faults (bus-*, oneway, link-delay)
+	// are unavailable.
+	Netns *netns.Net
+	Dir   string // parent of the nodes' data directories; default Out
 	// Nodes to start with Bin (default 1). In Args, {port}, {dir}, {bus}
 	// (cluster bus listen port), {busannounce} (the address of the proxy
 	// peers must dial instead), {join} (every node's {busannounce},
@@ -139,6 +149,13 @@ func (c *Config) Validate() error {
 			}
 		default:
 			return fmt.Errorf("runner: unknown fault %q", f)
+		}
+	}
+	if c.Netns != nil {
+		for _, f := range c.Faults {
+			if slices.Contains(proxyOnlyFaults, f) {
+				return fmt.Errorf("runner: fault %q needs the local driver's per-link proxies", f)
+			}
 		}
 	}
 	if c.Docker != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/raftstream/raftstream/jepsen/external"
 	"github.com/raftstream/raftstream/jepsen/local"
+	"github.com/raftstream/raftstream/jepsen/netns"
 	"github.com/raftstream/raftstream/jepsen/workload"
 )
 
@@ -33,6 +35,7 @@ type system struct {
 	net     *local.Net
 	keys    []string         // the workload's streams
 	ext     *external.Docker // faults on a running docker cluster, or nil
+	ns      *netns.Net       // the netns driver's namespaces, or nil
 	clients []*redis.Client
 	route   map[string]workload.Conn // a node's own address (as MOVED names it) → its proxied conn
 }
@@ -64,19 +67,28 @@ func startNodes(cfg Config, log *slog.Logger) (*system, error) {
 				return nil, err
 			}
 			name := "n" + strconv.Itoa(i+1)
-			busAddr := "127.0.0.1:" + strconv.Itoa(busPort)
-			bus = append(bus, busAddr)
+			host, bin := "127.0.0.1", cfg.Bin
 			args := append([]string(nil), cfg.Args...)
+			if cfg.Netns != nil { // the node runs in its namespace, on its IP
+				host, port, busPort, bin = cfg.Netns.IP(i+1), 6379, 16379, "ip"
+				args = append([]string{"netns", "exec", cfg.Netns.NS(i + 1), cfg.Bin}, append(args, "--bind", host)...)
+			}
+			busAddr := net.JoinHostPort(host, strconv.Itoa(busPort))
+			bus = append(bus, busAddr)
 			if cfg.InjectBug != "" {
 				args = append(args, "--debug-inject-bug", cfg.InjectBug)
 			}
-			s.nodes = append(s.nodes, &local.Node{Name: name, Bin: cfg.Bin, Args: args, Port: port,
+			s.nodes = append(s.nodes, &local.Node{Name: name, Bin: bin, Args: args, Port: port, Host: host,
 				Dir: filepath.Join(dir, name), Log: filepath.Join(cfg.Out, name+".log"),
 				Vars: map[string]string{"bus": strconv.Itoa(busPort), "busannounce": busAddr, "name": name,
-					"n": strconv.Itoa(count), "clock": "0s"}})
+					"n": strconv.Itoa(count), "clock": "0s", "dialmap": ""}})
 		}
 		// One proxy per directed bus link; node i dials them via its dial map.
 		for i, n := range s.nodes {
+			if cfg.Netns != nil {
+				s.ns = cfg.Netns
+				break
+			}
 			var dm []string
 			for j, m := range s.nodes {
 				if i == j {
@@ -161,6 +173,11 @@ func (s *system) heal() error {
 		p.Set(local.Pass, 0)
 	}
 	s.net.Heal()
+	if s.ns != nil {
+		if err := s.ns.Heal(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if s.ext != nil { // each a no-op (an error we ignore) when not needed
 		for i := range s.nodes {
 			_ = s.ext.Unpause(i)
