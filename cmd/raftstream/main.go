@@ -65,7 +65,8 @@ type options struct {
 	heartbeat, election        time.Duration
 	shutdownTimeout            time.Duration
 	cpuProfile                 string
-	admin                      adminOptions // admin.go
+	admin                      adminOptions    // admin.go
+	sec                        securityOptions // security.go
 	// Test-only (jepsen/ harness): see the --debug-* flags.
 	debugClockOffset time.Duration
 	debugInjectBug   string
@@ -100,6 +101,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.election, "raft-election-timeout", 0, "Raft election timeout (0 = hashicorp/raft default)")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long SIGTERM waits for in-flight commands")
 	registerAdminFlags(fs, &o.admin)
+	registerSecurityFlags(fs, &o.sec)
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (diagnostics)")
 	fs.DurationVar(&o.debugClockOffset, "debug-clock-offset", 0, "TEST ONLY (fault-injection harness): offset this node's wall clock as stamped into log entries (clock skew)")
 	fs.StringVar(&o.debugInjectBug, "debug-inject-bug", "", "TEST ONLY (fault-injection harness self-test): inject a known bug: ack-before-commit, stale-read or drop-pel-update")
@@ -162,6 +164,10 @@ func run(args []string) error {
 		defer func() { pprof.StopCPUProfile(); f.Close() }()
 	}
 
+	if err := checkProtectedMode(o.bind, o.requirepass, &o.sec); err != nil {
+		return err
+	}
+
 	// 3. Describe the node: data dir, bus address, cluster membership.
 	ccfg := clusterConfig(o, log)
 
@@ -193,7 +199,7 @@ func run(args []string) error {
 	wcancel()
 
 	// 6. Listen for clients and serve RESP.
-	ln, err := net.Listen("tcp", net.JoinHostPort(o.bind, strconv.Itoa(o.port)))
+	ln, err := listenClients(o.bind, o.port, &o.sec)
 	if err != nil {
 		_ = node.Close()
 		return err
@@ -206,6 +212,7 @@ func run(args []string) error {
 	rcfg.Logger = log
 	rcfg.Port, rcfg.Bind, rcfg.Dir = o.port, o.bind, o.dir
 	srv := resp.New(node, rcfg)
+	applySecurity(srv, &o.sec)
 	if admin != nil {
 		admin.SetServer(srv)
 	}
