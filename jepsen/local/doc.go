@@ -21,9 +21,7 @@
 // Node starts, kills (SIGKILL by PID), stops and restarts one server
 // process on a fixed port and data directory.
 //
-// NB: wiring a multi-node raftstream cluster's bus through Net needs one
-// address per directed link, while a node announces one bus address to all
-// peers; until the node can announce per-peer addresses (or bind its
-// outgoing connections to its own loopback IP) only client links and whole
-// nodes can be faulted.
+// Node-to-node links of a raftstream cluster: each node announces its real
+// bus address, and the runner starts node i with --debug-dial-map (test
+// only) so that dialing node j's bus dials the proxy of link ni→nj instead.
 package local
