@@ -195,6 +195,10 @@ type r8Client struct {
 	addrs []string
 	cur   string
 	conn  *resptest.Conn
+	// uncertain: the last call resent its command after an error that
+	// leaves the outcome of an earlier attempt unknown (connection error
+	// after sending, UNKNOWN).
+	uncertain bool
 }
 
 // do sends args once and returns the raw reply; connection errors close
@@ -209,12 +213,14 @@ func (c *r8Client) do(args ...string) ([]byte, error) {
 	}
 	if err := c.conn.Send(args...); err != nil {
 		c.reset()
+		c.uncertain = true
 		return nil, err
 	}
 	c.conn.SetDeadline(time.Now().Add(5 * time.Second))
 	r, err := c.conn.ReadReply()
 	if err != nil {
 		c.reset()
+		c.uncertain = true
 		return nil, err
 	}
 	return r, nil
@@ -237,6 +243,7 @@ type retryStats struct {
 // deadline. The same argv is resent on every attempt.
 func (c *r8Client) call(st *retryStats, deadline time.Time, args ...string) ([]byte, error) {
 	var last string
+	c.uncertain = false
 	for attempt := 0; time.Now().Before(deadline); attempt++ {
 		r, err := c.do(args...)
 		switch {
@@ -261,6 +268,7 @@ func (c *r8Client) call(st *retryStats, deadline time.Time, args ...string) ([]b
 			st.tryagain.Add(1)
 		case bytes.HasPrefix(r, []byte("-UNKNOWN")):
 			st.unknown.Add(1)
+			c.uncertain = true
 		case bytes.HasPrefix(r, []byte("-CLUSTERDOWN")):
 			st.clusterDown.Add(1)
 		default:
@@ -330,6 +338,7 @@ func TestRedis8FailoverIdempotentProducer(t *testing.T) {
 	var (
 		mu       sync.Mutex
 		returned = make(map[int][]string) // iid -> every ID answered
+		resent   []int                    // iids whose first attempt's outcome was unknown
 		acked    atomic.Int64
 		prodErr  = make(chan error, r8Procs)
 		prodWG   sync.WaitGroup
@@ -356,6 +365,9 @@ func TestRedis8FailoverIdempotentProducer(t *testing.T) {
 				}
 				mu.Lock()
 				returned[i] = append(returned[i], id)
+				if c.uncertain {
+					resent = append(resent, i)
+				}
 				mu.Unlock()
 				acked.Add(1)
 			}
@@ -368,12 +380,15 @@ func TestRedis8FailoverIdempotentProducer(t *testing.T) {
 	consErr := make(chan error, 1)
 	var consWG sync.WaitGroup
 	var delivered, claimed, nacked, ackdel atomic.Int64
+	// Written by the consumer goroutine, read after consWG.Wait.
+	ackedIDs, fatalIDs := map[string]bool{}, map[string]bool{}
 	consWG.Add(1)
 	go func() {
 		defer consWG.Done()
 		c := &r8Client{addrs: addrs, cur: addrs[1]}
 		defer c.reset()
 		fail := func(err error) { consErr <- err }
+		empty := 0
 		for time.Now().Before(deadline) {
 			r, err := c.call(st, deadline, "XREADGROUP", "GROUP", r8Group, "w1", "COUNT", "8",
 				"CLAIM", "60000", "STREAMS", r8Key, ">")
@@ -392,17 +407,27 @@ func TestRedis8FailoverIdempotentProducer(t *testing.T) {
 			}
 			var entries []any
 			if streams, ok := v.([]any); ok && len(streams) == 1 {
-				entries, _ = streams[0].([]any)[1].([]any)
+				if kv, ok := streams[0].([]any); ok && len(kv) == 2 {
+					entries, _ = kv[1].([]any)
+				}
+			} else if v != nil {
+				fail(fmt.Errorf("XREADGROUP: unexpected reply %q", r))
+				return
 			}
 			if len(entries) == 0 {
 				select {
 				case <-prodDone:
-					return
+					// one more read after the producers are done: the
+					// previous one may have claimed up to COUNT only
+					if empty++; empty >= 2 {
+						return
+					}
 				default:
 					time.Sleep(10 * time.Millisecond)
-					continue
 				}
+				continue
 			}
+			empty = 0
 			for _, e := range entries {
 				id, f, extra, err := entryFields(e)
 				if err != nil {
@@ -444,16 +469,18 @@ func TestRedis8FailoverIdempotentProducer(t *testing.T) {
 				want := ":1\r\n"
 				if args[0] == "XACKDEL" {
 					ackdel.Add(1)
+					ackedIDs[id] = true
 					want = "*1\r\n:2\r\n"
 					// a resend after a lost reply finds it no longer pending
-					if string(r) == "*1\r\n:-1\r\n" && st.unknown.Load()+st.connErr.Load() > 0 {
+					if string(r) == "*1\r\n:-1\r\n" && c.uncertain {
 						continue
 					}
 				} else {
 					nacked.Add(1)
-					if string(r) == ":0\r\n" && st.unknown.Load()+st.connErr.Load() > 0 {
-						continue
+					if args[3] == "FATAL" {
+						fatalIDs[id] = true
 					}
+					// XNACK is idempotent: a resend still finds it pending
 				}
 				if string(r) != want {
 					fail(fmt.Errorf("%v: %q, want %q", args, r, want))
@@ -562,11 +589,59 @@ func TestRedis8FailoverIdempotentProducer(t *testing.T) {
 	}
 
 	// 2. Same state on every replica.
-	ref := assertReplicasAgree(t, addrs, 15*time.Second)
+	healed := time.Now()
+	ref := assertReplicasAgree(t, addrs, 25*time.Second)
+	caughtUp := time.Since(healed)
+	// The agreed state is the one the consumer produced: nothing it
+	// acknowledged or sent to the dead-letter stream is pending, and the
+	// dead-letter stream holds exactly the entries it XNACKed FATAL.
+	pending := map[string]bool{}
+	r, err = setup.call(st, deadline, "XPENDING", r8Key, r8Group, "-", "+", "100000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _, _ = parseRESP(r)
+	pa, _ := v.([]any)
+	for _, p := range pa {
+		pending[p.([]any)[0].(string)] = true
+	}
+	for id := range ackedIDs {
+		if pending[id] {
+			t.Errorf("%s acknowledged by XACKDEL but still pending", id)
+		}
+	}
+	r, err = setup.call(st, deadline, "XRANGE", r8DLQ, "-", "+")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _, _ = parseRESP(r)
+	dl, _ := v.([]any)
+	inDLQ := map[string]bool{}
+	for _, e := range dl {
+		_, f, _, err := entryFields(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src := f["dlq-source-id"]
+		if !fatalIDs[src] || inDLQ[src] || f["dlq-group"] != r8Group || src != idOf[atoi(f["iid"])] {
+			t.Errorf("unexpected dead-letter entry %v", f)
+		}
+		inDLQ[src] = true
+	}
+	for id := range fatalIDs {
+		if !inDLQ[id] || pending[id] {
+			t.Errorf("%s was XNACKed FATAL: dead-lettered %v, still pending %v", id, inDLQ[id], pending[id])
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	t.Logf("final group state: %d pending, %d acknowledged by XACKDEL, %d dead-lettered", len(pending), len(ackedIDs), len(inDLQ))
 	if !bytes.Contains(ref, []byte("dlq-source-id")) {
 		t.Fatalf("no entry reached the dead-letter stream:\n%s", ref)
 	}
-	t.Logf("replicas agree after %v; %s", time.Since(start).Round(time.Millisecond), idmpCounters(ref))
+	t.Logf("replicas agree %v after the producers finished (%v into the test); %s",
+		caughtUp.Round(time.Millisecond), time.Since(start).Round(time.Millisecond), idmpCounters(ref))
 
 	// 3. Restart every node; recovery goes through snapshots.
 	var snaps []string
@@ -595,8 +670,11 @@ func TestRedis8FailoverIdempotentProducer(t *testing.T) {
 	deadline = time.Now().Add(30 * time.Second)
 	after := &r8Client{addrs: addrs, cur: addrs[0]}
 	defer after.reset()
-	resent := 0
+	old := append([]int{}, resent[:min(len(resent), 10)]...)
 	for i := 0; i < r8N; i += 17 {
+		old = append(old, i)
+	}
+	for _, i := range old {
 		r, err := after.call(st, deadline, "XADD", r8Key, "IDMP", r8PID, "iid-"+strconv.Itoa(i), "*",
 			"iid", strconv.Itoa(i), "amount", "changed")
 		if err != nil {
@@ -605,7 +683,6 @@ func TestRedis8FailoverIdempotentProducer(t *testing.T) {
 		if want := fmt.Sprintf("$%d\r\n%s\r\n", len(idOf[i]), idOf[i]); string(r) != want {
 			t.Errorf("resent iid %d after restart: %q, want its original ID %q", i, r, want)
 		}
-		resent++
 	}
 	if r, err := after.call(st, deadline, "XLEN", r8Key); err != nil || string(r) != fmt.Sprintf(":%d\r\n", r8N) {
 		t.Fatalf("XLEN after resending old iids: %q %v", r, err)
@@ -614,8 +691,13 @@ func TestRedis8FailoverIdempotentProducer(t *testing.T) {
 	if !bytes.Equal(stripIdmpCounters(ref), stripIdmpCounters(ref2)) {
 		t.Errorf("state changed across the full restart:\nbefore %s\nafter  %s", ref, ref2)
 	}
-	t.Logf("full restart from %d snapshots: %d old iids resent, all answered with their original IDs; total %v",
-		len(snaps), resent, time.Since(start).Round(time.Millisecond))
+	t.Logf("full restart from %d snapshots: %d old iids resent (%d of them retried during the failover), all answered with their original IDs; total %v",
+		len(snaps), len(old), min(len(resent), 10), time.Since(start).Round(time.Millisecond))
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
 }
 
 // shardLeader returns the index of the node leading r8Key's shard: the one
