@@ -21,8 +21,8 @@ import (
 //   - ci: 3 nodes; one run of the mixed workload through every fault, then
 //     one run each of the append, group and idempotent mixes through the
 //     node, partition and clock faults. About 2.5 minutes.
-//   - soak: 3 nodes; every fault, the workloads in turn, runs of 5 minutes
-//     (or -time if shorter) until -time (default 30m) is used up.
+//   - soak: 3 nodes, 4 streams; every fault, the workloads in turn, runs of
+//     2 minutes (the last one shorter) until -time (default 30m) is used up.
 func profileRuns(name string, base runner.Config, set map[string]bool) ([]runner.Config, error) {
 	if base.Bin == "" {
 		return nil, fmt.Errorf("profile %s needs -bin", name)
@@ -65,7 +65,13 @@ func profileRuns(name string, base runner.Config, set map[string]bool) ([]runner
 		if !set["time"] && !set["duration"] {
 			total = 30 * time.Minute
 		}
-		per := min(5*time.Minute, total)
+		// Full reads return whole streams, so a history grows with the
+		// square of a run's length (a 5-minute run wrote 600 MB): short
+		// runs over more streams keep each check fast.
+		per := min(2*time.Minute, total)
+		if !set["keys"] {
+			base.Keys = 4
+		}
 		for i := 0; time.Duration(i)*per < total; i++ {
 			m := workload.Mixes[i%len(workload.Mixes)]
 			add(fmt.Sprintf("%d-%s", i+1, m), mix(m), pick(runner.AllFaults), 3*time.Second, 2*time.Second,

@@ -56,11 +56,14 @@ func TestProfileFlagsOverride(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(runs) != 3 {
-		t.Fatalf("%d soak runs for 12m, want 3 of at most 5m", len(runs))
+	base.Duration = 5 * time.Minute
+	runs, err = profileRuns("soak", base, map[string]bool{"nemesis": true, "workload": true, "time": true})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if runs[2].Duration != 2*time.Minute {
-		t.Errorf("last soak run %v, want the remaining 2m", runs[2].Duration)
+	if len(runs) != 3 || runs[0].Duration != 2*time.Minute || runs[2].Duration != time.Minute || runs[0].Keys != 4 {
+		t.Fatalf("soak for 5m: %d runs, first %v, last %v, %d keys; want 2m, 2m, 1m on 4 streams",
+			len(runs), runs[0].Duration, runs[len(runs)-1].Duration, runs[0].Keys)
 	}
 	for _, r := range runs {
 		if !slices.Equal(r.Faults, []string{"kill"}) || r.Workload != "idempotent" {
