@@ -43,6 +43,10 @@ func main() {
 	switch os.Args[1] {
 	case "run":
 		code = run(os.Args[2:], os.Stdout, os.Stderr)
+	case "-profile", "--profile":
+		// jepsen --profile ci: run is implied
+		code = run(os.Args[1:], os.Stdout, os.Stderr)
+		code = run(os.Args[2:], os.Stdout, os.Stderr)
 	case "check":
 		code = check(os.Args[2:], os.Stdout, os.Stderr)
 	default:
@@ -128,6 +132,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if *profile != "" {
+		if cfg.Bin == "" && cfg.Addr == "" {
+			bin, err := buildServer(cfg.Out)
+			if err != nil {
+				fmt.Fprintln(stderr, "jepsen: no -bin, and building ./cmd/raftstream failed:", err)
+				return report.ExitUnknown
+			}
+			cfg.Bin = bin
+		}
 		runs, err := profileRuns(*profile, cfg, set)
 		if err != nil {
 			fmt.Fprintln(stderr, "jepsen:", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -81,6 +82,20 @@ func profileRuns(name string, base runner.Config, set map[string]bool) ([]runner
 		return nil, fmt.Errorf("unknown profile %q (want ci or soak)", name)
 	}
 	return runs, nil
+}
+
+// buildServer builds ./cmd/raftstream (run from the module root) into
+// out/bin/raftstream, for profiles started without -bin.
+func buildServer(out string) (string, error) {
+	bin, err := filepath.Abs(filepath.Join(out, "bin", "raftstream"))
+	if err != nil {
+		return "", err
+	}
+	b, err := exec.Command("go", "build", "-o", bin, "./cmd/raftstream").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("%w: %s", err, strings.TrimSpace(string(b)))
+	}
+	return bin, nil
 }
 
 // runAll performs runs in order, printing each run's summary, then one
