@@ -240,3 +240,14 @@ func short(id string) string {
 	}
 	return id
 }
+
+// ShardLeaderAddr finds the RESP address of the node leading shard, from a
+// status report (ClusterStatus); "" when no replica reports leading it.
+func ShardLeaderAddr(rows []StatusRow, shard int) string {
+	for _, r := range rows {
+		if r.Shard == shard && r.Role == "leader" {
+			return r.Addr
+		}
+	}
+	return ""
+}

@@ -93,7 +93,7 @@ func statusCmd(args []string, stdout, stderr io.Writer) int {
 
 func transferLeaderCmd(args []string, stdout, stderr io.Writer) int {
 	fs, addr, pass, timeout := clientFlags("transfer-leader", stderr)
-	shard := fs.Int("shard", -1, "shard number (required; the node at --addr must lead it)")
+	shard := fs.Int("shard", -1, "shard number (required); the command is sent to its current leader")
 	to := fs.String("to", "", "node ID to hand leadership to (default: the most up-to-date other replica)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -106,7 +106,18 @@ func transferLeaderCmd(args []string, stdout, stderr io.Writer) int {
 	if *to != "" {
 		cmd = append(cmd, *to)
 	}
-	return doAdmin(*addr, *pass, *timeout, cmd, stdout, stderr)
+	// The command must reach the shard's leader: find it from any node.
+	_, rows, err := resp.ClusterStatus(*addr, *pass, *timeout)
+	if err != nil {
+		fmt.Fprintln(stderr, "raftstream transfer-leader:", err)
+		return 1
+	}
+	leader := resp.ShardLeaderAddr(rows, *shard)
+	if leader == "" {
+		fmt.Fprintf(stderr, "raftstream transfer-leader: shard %d has no leader now\n", *shard)
+		return 1
+	}
+	return doAdmin(leader, *pass, *timeout, cmd, stdout, stderr)
 }
 
 func snapshotCmd(args []string, stdout, stderr io.Writer) int {

@@ -288,10 +288,14 @@ func TestAdminClusterReadinessStatusAndLogs(t *testing.T) {
 		}
 	}
 
-	// transfer-leader: ask shard 0's leader to hand over; status then shows
-	// another node leading it.
+	// transfer-leader, sent to a node that does not lead shard 0 (the CLI
+	// finds the leader): status then shows another node leading it.
 	if old := leaderOf[0]; old != "" {
-		if o, err := runCLI(t, "transfer-leader", "--addr", old, "--shard", "0"); err != nil {
+		other := procs[0].addr
+		if other == old {
+			other = procs[1].addr
+		}
+		if o, err := runCLI(t, "transfer-leader", "--addr", other, "--shard", "0"); err != nil {
 			t.Errorf("transfer-leader: %v %s", err, o)
 		} else {
 			moved := false
