@@ -751,6 +751,22 @@ func stripIdmpCounters(b []byte) []byte {
 	return append(out, b[i+len("$15\r\niids-duplicates\r\n:")+j:]...)
 }
 
+// firstDiff describes where a and b first differ, with some context.
+func firstDiff(a, b []byte) string {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	if i == len(a) && i == len(b) {
+		return "identical"
+	}
+	// every query's block starts with its command line ("XINFO ...")
+	q := bytes.LastIndex(a[:i], []byte("\nX")) + 1
+	query := string(a[q:][:max(0, bytes.IndexByte(a[q:], '\n'))])
+	lo := max(0, i-80)
+	return fmt.Sprintf("in the reply to %q at byte %d: %q vs %q", query, i, a[lo:min(len(a), i+80)], b[lo:min(len(b), i+80)])
+}
+
 // maskPendingIdle replaces the idle times of an extended XPENDING reply by
 // 0: idle is now minus the delivery time, so it differs between two reads
 // at different instants (the delivery times themselves are compared
@@ -839,8 +855,8 @@ func assertReplicasAgree(t *testing.T, addrs []string, d time.Duration) []byte {
 	if lastErr != nil {
 		t.Fatalf("replicas did not answer within %v: %v", d, lastErr)
 	}
-	for i, s := range got {
-		t.Logf("node %s:\n%s", addrs[i], s)
+	for i, s := range got[1:] {
+		t.Logf("node %s vs node %s: %s", addrs[i+1], addrs[0], firstDiff(got[0], s))
 	}
 	t.Fatalf("replicas still differ after %v", d)
 	return nil
