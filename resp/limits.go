@@ -6,6 +6,7 @@ import (
 	"runtime/metrics"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -112,6 +113,15 @@ func (c *limitConn) Write(p []byte) (int, error) {
 		}
 	}
 	return n, err
+}
+
+// SyscallConn exposes the socket (blocked readers peek at it to notice a
+// client that went away).
+func (c *limitConn) SyscallConn() (syscall.RawConn, error) {
+	if sc, ok := c.Conn.(syscall.Conn); ok {
+		return sc.SyscallConn()
+	}
+	return nil, syscall.EINVAL
 }
 
 func (c *limitConn) Close() error {

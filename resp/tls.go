@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"syscall"
 )
 
 // TLSOptions are Redis's client TLS settings (tls-cert-file,
@@ -52,6 +53,35 @@ func ServerTLSConfig(o TLSOptions) (*tls.Config, error) {
 	}
 	cfg.ClientCAs = pool
 	return cfg, nil
+}
+
+// TLSListener is tls.NewListener whose connections still expose their
+// socket (syscall.Conn), so that a blocked reader whose TLS client went
+// away is noticed as on a plaintext connection.
+func TLSListener(ln net.Listener, cfg *tls.Config) net.Listener {
+	return tlsListener{Listener: tls.NewListener(ln, cfg)}
+}
+
+type tlsListener struct{ net.Listener }
+
+func (l tlsListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	if tc, ok := c.(*tls.Conn); ok {
+		return tlsConn{tc}, nil
+	}
+	return c, nil
+}
+
+type tlsConn struct{ *tls.Conn }
+
+func (c tlsConn) SyscallConn() (syscall.RawConn, error) {
+	if sc, ok := c.NetConn().(syscall.Conn); ok {
+		return sc.SyscallConn()
+	}
+	return nil, syscall.EINVAL
 }
 
 // LoadCertPool reads PEM CA certificates.

@@ -31,7 +31,7 @@ func startTLS(t *testing.T, o TLSOptions, cfg Config) (plain, secure string) {
 	}
 	s := New(newFakeBackend(1), cfg)
 	done := make(chan error, 1)
-	go func() { done <- s.Serve(MultiListener(pl, tls.NewListener(tl, tcfg))) }()
+	go func() { done <- s.Serve(MultiListener(pl, TLSListener(tl, tcfg))) }()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

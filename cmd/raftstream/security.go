@@ -1,7 +1,6 @@
 package main
 
 import (
-	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -82,7 +81,7 @@ func listenClients(bind string, port int, o *securityOptions) (net.Listener, err
 			closeAll()
 			return nil, err
 		}
-		lns = append(lns, tls.NewListener(resp.LimitListener(ln, lim, shared), cfg))
+		lns = append(lns, resp.TLSListener(resp.LimitListener(ln, lim, shared), cfg))
 	}
 	if len(lns) == 0 {
 		return nil, errors.New("no client port")
