@@ -207,6 +207,10 @@ func TestThreeNodesFormBalanceAndSurviveANodeLoss(t *testing.T) {
 
 	// Close the node leading shard 0; every shard keeps taking writes.
 	leader0, closed := tc.nodes[0].Topology().Shards[0].Leader, -1
+	for i := 0; i < 200 && tc.byID(leader0) == nil; i++ { // mid-election: wait for a leader
+		time.Sleep(25 * time.Millisecond)
+		leader0 = tc.nodes[0].Topology().Shards[0].Leader
+	}
 	for i, n := range tc.nodes {
 		if n != nil && n.ID() == leader0 {
 			closed = i
@@ -217,6 +221,9 @@ func TestThreeNodesFormBalanceAndSurviveANodeLoss(t *testing.T) {
 			t.Logf("closed leader node in %v", time.Since(start))
 			tc.nodes[i] = nil
 		}
+	}
+	if closed < 0 {
+		t.Fatalf("shard 0 has no leader among the nodes (%q)", leader0)
 	}
 	start = time.Now()
 	for s := 0; s < 16; s++ {

@@ -14,8 +14,10 @@ import "slices"
 //   - then, while the most and least loaded nodes differ by more than one
 //     replica, one replica moves from the first to the second (new node
 //     joining), keeping its position in the set;
-//   - finally each set's first replica is the one with the fewest preferred
-//     shards so far, in shard order, so leadership spreads evenly.
+//   - finally, while some shard's first replica (its preferred leader)
+//     prefers at least two more shards than another of its replicas, the
+//     two swap places, so preferred leaderships spread evenly with few
+//     moves.
 //
 // It is pure and deterministic, and a fixed point: rebalance of its own
 // output (same eligible set) returns it unchanged, so the controller
@@ -98,16 +100,30 @@ func rebalance(cur [][]string, eligible []string, rf int) [][]string {
 			break
 		}
 	}
+	// Preferred leaders: starting from the current first replicas, swap a
+	// shard's first replica with another of its replicas while that moves
+	// a preference from a node with at least two more than the other.
 	prefs := make(map[string]int, len(eligible))
-	for i := range out {
-		best := 0
-		for k := 1; k < len(out[i]); k++ {
-			if prefs[out[i][k]] < prefs[out[i][best]] {
-				best = k
+	for _, r := range out {
+		prefs[r[0]]++
+	}
+	for iter := 0; iter < len(out)*len(eligible)+1; iter++ {
+		swapped := false
+		for i := 0; i < len(out) && !swapped; i++ {
+			a := out[i][0]
+			for k := 1; k < len(out[i]); k++ {
+				if b := out[i][k]; prefs[a]-prefs[b] > 1 {
+					out[i][0], out[i][k] = b, a
+					prefs[a]--
+					prefs[b]++
+					swapped = true
+					break
+				}
 			}
 		}
-		out[i][0], out[i][best] = out[i][best], out[i][0]
-		prefs[out[i][0]]++
+		if !swapped {
+			break
+		}
 	}
 	return out
 }

@@ -167,3 +167,60 @@ func TestJoinRunningClusterThenDrain(t *testing.T) {
 		t.Errorf("removed node re-joined")
 	}
 }
+
+// TestDeadNodeReplicasMove: a node that stays unreachable for DeadAfter
+// loses its replicas: every shard it held gets a replacement on a live
+// node (added and caught up before the dead one is removed), so each shard
+// is back to three voters, all alive.
+func TestDeadNodeReplicasMove(t *testing.T) {
+	tc := startCluster(t, 4, 8, func(c *Config) { c.DeadAfter = 2 * time.Second })
+	waitControllers(t, tc, 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	// The victim is not the controller leader, so the plan keeps running.
+	victim := -1
+	for i, n := range tc.nodes {
+		if c := n.ctrl.Load(); c == nil || c.r.State() != raft.Leader {
+			victim = i
+		}
+	}
+	dead := tc.nodes[victim]
+	deadID := dead.ID()
+	dead.close(false)
+	tc.nodes[victim] = nil
+	t0 := time.Now()
+	for {
+		ok := true
+		for s := 0; s < 8 && ok; s++ {
+			var voters []string
+			for _, n := range tc.nodes {
+				if n == nil {
+					continue
+				}
+				if ls := n.shard(s); ls != nil && ls.s.IsLeader() {
+					if f := ls.s.Raft().GetConfiguration(); f.Error() == nil {
+						for _, sv := range f.Configuration().Servers {
+							if sv.Suffrage == raft.Voter {
+								voters = append(voters, string(sv.ID))
+							}
+						}
+					}
+				}
+			}
+			ok = len(voters) == 3 && !slices.Contains(voters, deadID)
+		}
+		if ok {
+			break
+		}
+		if time.Since(t0) > 60*time.Second {
+			t.Fatal("dead node's replicas not replaced within 60s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("dead node's replicas replaced %v after it stopped (DeadAfter 2s)", time.Since(t0))
+	for s := 0; s < 8; s++ {
+		if err := tc.submitFollowing(ctx, s, 500+s); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
