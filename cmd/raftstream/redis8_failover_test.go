@@ -44,21 +44,48 @@ type r8Node struct {
 
 func (n *r8Node) start(t *testing.T) {
 	t.Helper()
+	if err := n.tryStart(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tryStart starts the process on the node's ports and data directory and
+// waits until it answers PING; safe to call from any goroutine.
+func (n *r8Node) tryStart() error {
 	lf, err := os.OpenFile(n.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	cmd := exec.Command(binary, n.args...)
 	cmd.Stdout, cmd.Stderr = lf, lf
 	if err := cmd.Start(); err != nil {
 		lf.Close()
-		t.Fatal(err)
+		return err
 	}
 	lf.Close()
 	n.cmd = cmd
 	if !waitReady(n.addr, 30*time.Second, cmd) {
 		b, _ := os.ReadFile(n.log)
-		t.Fatalf("node %s did not start:\n%s", n.addr, b)
+		return fmt.Errorf("node %s did not start:\n%s", n.addr, b)
+	}
+	return nil
+}
+
+// startNodesConcurrently starts every node and waits until all answer.
+func startNodesConcurrently(t *testing.T, nodes []*r8Node) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make([]error, len(nodes))
+	for i, nd := range nodes {
+		wg.Add(1)
+		go func(i int, nd *r8Node) {
+			defer wg.Done()
+			errs[i] = nd.tryStart()
+		}(i, nd)
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -72,7 +99,7 @@ func (n *r8Node) kill() {
 	n.cmd = nil
 }
 
-// startR8Cluster starts 3 nodes with one shard each way round (3 shards)
+// startR8Cluster starts a 3-node cluster of 3 shards (3 replicas each)
 // and aggressive snapshotting, so restarts recover from snapshot + a short
 // log tail and a lagging replica may catch up by snapshot install.
 func startR8Cluster(t *testing.T) []*r8Node {
@@ -98,36 +125,8 @@ func startR8Cluster(t *testing.T) []*r8Node {
 		nodes[i] = nd
 		t.Cleanup(nd.kill) // by PID, whatever process the node runs at the end
 	}
-	// Start all processes before waiting: formation needs all of them.
-	var wg sync.WaitGroup
-	errs := make([]string, n)
-	for i, nd := range nodes {
-		lf, err := os.Create(nd.log)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command(binary, nd.args...)
-		cmd.Stdout, cmd.Stderr = lf, lf
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		lf.Close()
-		nd.cmd = cmd
-		wg.Add(1)
-		go func(i int, nd *r8Node, cmd *exec.Cmd) {
-			defer wg.Done()
-			if !waitReady(nd.addr, 30*time.Second, cmd) {
-				b, _ := os.ReadFile(nd.log)
-				errs[i] = fmt.Sprintf("node %d did not start:\n%s", i, b)
-			}
-		}(i, nd, cmd)
-	}
-	wg.Wait()
-	for _, e := range errs {
-		if e != "" {
-			t.Fatal(e)
-		}
-	}
+	// Start all processes at once: formation needs all of them.
+	startNodesConcurrently(t, nodes)
 	t.Cleanup(func() {
 		if t.Failed() {
 			for i, nd := range nodes {
@@ -658,15 +657,7 @@ func TestRedis8FailoverIdempotentProducer(t *testing.T) {
 	for _, nd := range nodes {
 		nd.kill()
 	}
-	var wg sync.WaitGroup
-	for _, nd := range nodes {
-		wg.Add(1)
-		go func(nd *r8Node) {
-			defer wg.Done()
-			nd.start(t)
-		}(nd)
-	}
-	wg.Wait()
+	startNodesConcurrently(t, nodes)
 	deadline = time.Now().Add(30 * time.Second)
 	after := &r8Client{addrs: addrs, cur: addrs[0]}
 	defer after.reset()
