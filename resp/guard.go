@@ -27,7 +27,6 @@ type guardConn struct {
 	dead      bool   // an error header was produced: read no more
 	tail      []byte // the error header, delivered in a Read of its own
 	rerr      error  // read error to return once out is drained
-	buf       []byte
 }
 
 type guardState uint8
@@ -46,7 +45,7 @@ const (
 const maxHeaderLine = 64
 
 func newGuardConn(c net.Conn, maxBulk int64) *guardConn {
-	return &guardConn{Conn: c, maxBulk: maxBulk, buf: make([]byte, 16<<10)}
+	return &guardConn{Conn: c, maxBulk: maxBulk}
 }
 
 func (g *guardConn) Read(p []byte) (int, error) {
@@ -64,8 +63,10 @@ func (g *guardConn) Read(p []byte) (int, error) {
 		if g.dead {
 			return 0, io.EOF
 		}
-		n, err := g.Conn.Read(g.buf)
-		g.scan(g.buf[:n])
+		// Read straight into the caller's buffer: scan copies what it
+		// keeps, so an idle connection pins no buffer of its own.
+		n, err := g.Conn.Read(p)
+		g.scan(p[:n])
 		if err != nil {
 			g.rerr = err
 		}
