@@ -116,6 +116,8 @@ type Config struct {
 	Now          func() time.Time
 	InjectBug    string
 	DebugDialMap map[string]string
+	// BusTLS, when set, makes the cluster bus mutual TLS (cluster/tls.go).
+	BusTLS *BusTLS
 }
 
 // DefaultConfig returns the configuration of `raftstream` started with no

@@ -109,6 +109,7 @@ func Open(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	mux.dialMap = cfg.DebugDialMap
+	mux.SetTLS(cfg.BusTLS)
 	n := &Node{
 		cfg: cfg, log: log, id: m.ID, dir: cfg.Dir, nShards: m.Shards,
 		slotMap: slots.NewMap(m.Shards), mux: mux, book: newAddrBook(), meta: m,

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -49,6 +50,9 @@ type Mux struct {
 	// dialMap rewrites dial addresses (Config.DebugDialMap); read-only
 	// after Listen's caller sets it, before any dial.
 	dialMap map[string]string
+	// tls, when set (SetTLS, cluster/tls.go), makes every bus connection
+	// mutually authenticated TLS.
+	tls atomic.Pointer[BusTLS]
 
 	mu     sync.Mutex
 	groups map[string]*StreamLayer
@@ -143,23 +147,35 @@ func (m *Mux) isClosed() bool {
 }
 
 // route reads c's preamble and hands c to its group's layer.
-func (m *Mux) route(c net.Conn) {
+func (m *Mux) route(raw net.Conn) {
+	c := raw
 	routed := false
 	defer func() {
 		m.mu.Lock()
-		delete(m.conns, c)
+		delete(m.conns, raw)
 		m.mu.Unlock()
 		if !routed {
 			c.Close()
 		}
 	}()
 	_ = c.SetReadDeadline(time.Now().Add(m.timeout))
+	if t := m.tls.Load(); t != nil {
+		tc := t.server(raw)
+		if tc == nil {
+			m.log.Warn("cluster bus: TLS handshake refused", "remote", raw.RemoteAddr())
+			return
+		}
+		c = tc
+	}
 	group, err := readPreamble(c)
 	if err != nil {
 		m.log.Debug("cluster bus: bad preamble", "remote", c.RemoteAddr(), "err", err)
 		return
 	}
 	_ = c.SetReadDeadline(time.Time{})
+	if m.tls.Load() != nil && c == raw {
+		return // accepted before SetTLS: refuse plaintext
+	}
 	m.mu.Lock()
 	l := m.groups[group]
 	m.mu.Unlock()
@@ -232,6 +248,11 @@ func (m *Mux) Dial(addr, group string, timeout time.Duration) (net.Conn, error) 
 	c, err := d.Dial("tcp", addr)
 	if err != nil {
 		return nil, err
+	}
+	if t := m.tls.Load(); t != nil {
+		if c, err = t.client(c, timeout); err != nil {
+			return nil, err
+		}
 	}
 	_ = c.SetWriteDeadline(time.Now().Add(timeout))
 	if err := writePreamble(c, group); err != nil {

@@ -1,0 +1,95 @@
+package cluster
+
+import (
+	"bufio"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/raftstream/raftstream/resp/resptest"
+)
+
+func newTLSMux(t *testing.T, f *resptest.TLSFiles) *Mux {
+	t.Helper()
+	m := newTestMux(t)
+	if f != nil {
+		bt, err := LoadBusTLS(f.ServerCert, f.ServerKey, f.CA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.SetTLS(bt)
+	}
+	return m
+}
+
+// exchange dials group on to from from and reports whether a line made the
+// round trip through an echo served by to.
+func exchange(t *testing.T, from, to *Mux) bool {
+	t.Helper()
+	l := to.Layer(RPCGroup)
+	defer l.Close()
+	done := make(chan string, 1)
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			done <- ""
+			return
+		}
+		defer c.Close()
+		line, _ := bufio.NewReader(c).ReadString('\n')
+		_, _ = io.WriteString(c, line)
+		done <- line
+	}()
+	c, err := from.Dial(to.Addr().String(), RPCGroup, 2*time.Second)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(3 * time.Second))
+	if _, err := io.WriteString(c, "hello\n"); err != nil {
+		return false
+	}
+	got, err := bufio.NewReader(c).ReadString('\n')
+	return err == nil && got == "hello\n"
+}
+
+// The bus is mutual TLS: nodes holding certificates from the cluster CA
+// talk; a node with a certificate from another CA, or without TLS, gets
+// nothing through in either direction (so it can neither join nor take
+// part in Raft).
+func TestBusMutualTLS(t *testing.T) {
+	good := resptest.WriteTLSFiles(t, "cluster")
+	bad := resptest.WriteTLSFiles(t, "rogue")
+	a, b := newTLSMux(t, &good), newTLSMux(t, &good)
+	if !exchange(t, a, b) || !exchange(t, b, a) {
+		t.Fatal("two nodes of the same CA cannot talk")
+	}
+	rogue, plain := newTLSMux(t, &bad), newTLSMux(t, nil)
+	for name, m := range map[string]*Mux{"wrong CA": rogue, "plaintext": plain} {
+		if exchange(t, m, a) {
+			t.Errorf("%s node reached a cluster node", name)
+		}
+		if exchange(t, a, m) {
+			t.Errorf("cluster node accepted talking to a %s node", name)
+		}
+	}
+	// Raft's transport on a TLS bus: an AppendEntries from the rogue node
+	// never reaches the cluster node's Raft consumer.
+	layer := a.Layer(ShardGroup(0))
+	tr := raft.NewNetworkTransport(layer, 1, time.Second, io.Discard)
+	defer tr.Close()
+	rt := raft.NewNetworkTransport(rogue.Layer(ShardGroup(0)), 1, time.Second, io.Discard)
+	defer rt.Close()
+	var resp raft.AppendEntriesResponse
+	err := rt.AppendEntries("x", raft.ServerAddress(a.Addr().String()), &raft.AppendEntriesRequest{RPCHeader: raft.RPCHeader{ID: []byte("rogue")}, Term: 99}, &resp)
+	if err == nil {
+		t.Error("rogue AppendEntries succeeded")
+	}
+	select {
+	case rpc := <-tr.Consumer():
+		t.Errorf("rogue RPC delivered to Raft: %T", rpc.Command)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
