@@ -73,6 +73,11 @@ func profileRuns(name string, base runner.Config, set map[string]bool) ([]runner
 		if !set["keys"] {
 			base.Keys = 4
 		}
+		if !set["linear-timeout"] {
+			// a 2-minute append run's stream (~6000 operations, many of
+			// unknown outcome) can take porcupine more than the default 30s
+			base.Checker.LinearTimeout = 3 * time.Minute
+		}
 		for i := 0; time.Duration(i)*per < total; i++ {
 			m := workload.Mixes[i%len(workload.Mixes)]
 			add(fmt.Sprintf("%d-%s", i+1, m), mix(m), pick(runner.AllFaults), 3*time.Second, 2*time.Second,
