@@ -102,9 +102,13 @@ func (a *Admin) ListenAndServe(ctx context.Context, addr string) (net.Addr, erro
 	return ln.Addr(), nil
 }
 
-// Ready reports whether every local shard replica knows a leader and has
-// applied all but ReadyMaxLag of its committed entries, and why not.
+// Ready reports whether the RESP server is attached (SetServer) and every
+// local shard replica knows a leader and has applied all but ReadyMaxLag of
+// its committed entries, and why not.
 func (a *Admin) Ready() (bool, string) {
+	if a.srv.Load() == nil {
+		return false, "not serving clients yet (waiting for shard leaders at startup)"
+	}
 	local := 0
 	for i := 0; i < a.be.NumShards(); i++ {
 		st, ok := a.be.ShardStatus(i)

@@ -41,6 +41,10 @@ func TestAdminReadiness(t *testing.T) {
 	for _, c := range cases {
 		be := &statusBackend{newFakeBackend(2), c.st}
 		a := NewAdmin(be, nil, AdminConfig{})
+		if ok, why := a.Ready(); ok || !strings.Contains(why, "not serving clients") {
+			t.Errorf("%s: ready without a RESP server: %q", c.name, why)
+		}
+		a.SetServer(New(be, Config{}))
 		ok, why := a.Ready()
 		if ok != c.ready || !strings.Contains(why, c.why) {
 			t.Errorf("%s: Ready() = %v %q, want %v %q", c.name, ok, why, c.ready, c.why)

@@ -368,3 +368,57 @@ func TestAdminClusterReadinessStatusAndLogs(t *testing.T) {
 		}
 	}
 }
+
+// TestAdminRemoveNode drains one of 4 nodes with `raftstream remove-node`:
+// afterwards the status table no longer lists it and every shard still has
+// 3 replicas with a leader.
+func TestAdminRemoveNode(t *testing.T) {
+	const shards = 2
+	procs := startAdminCluster(t, 4, shards)
+	for _, p := range procs {
+		waitHTTP(t, "http://"+p.adm+"/readyz", 200, 60*time.Second)
+	}
+	idRe := regexp.MustCompile(`(?m)^([0-9a-f]{40}) ` + regexp.QuoteMeta(procs[3].addr) + `@`)
+	m := idRe.FindStringSubmatch(rawBulk(t, procs[0].addr, "CLUSTER", "NODES"))
+	if m == nil {
+		t.Fatalf("node %s not in CLUSTER NODES", procs[3].addr)
+	}
+	if o, err := runCLI(t, "remove-node", "--addr", procs[0].addr, "--node", m[1], "--timeout", "60s"); err != nil {
+		t.Fatalf("remove-node: %v %s", err, o)
+	}
+	row := regexp.MustCompile(`(?m)^(\d+)\s+(\S+)\s+(\S+)\s+(leader|follower|candidate)\s`)
+	var out string
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		out, _ = runCLI(t, "status", "--addr", procs[0].addr)
+		if strings.Contains(out, procs[3].addr) {
+			continue
+		}
+		reps, leaders := map[string]int{}, map[string]int{}
+		for _, r := range row.FindAllStringSubmatch(out, -1) {
+			reps[r[1]]++
+			if r[4] == "leader" {
+				leaders[r[1]]++
+			}
+		}
+		ok := true
+		for sh := 0; sh < shards; sh++ {
+			k := strconv.Itoa(sh)
+			ok = ok && reps[k] == 3 && leaders[k] == 1
+		}
+		if ok {
+			return
+		}
+	}
+	t.Fatalf("after remove-node the status is:\n%s", out)
+}
+
+// rawBulk runs one command and returns its bulk-string reply's payload.
+func rawBulk(t *testing.T, addr string, args ...string) string {
+	t.Helper()
+	r := rawDo(t, addr, args...)
+	if _, body, ok := strings.Cut(r, "\r\n"); ok && strings.HasPrefix(r, "$") {
+		return strings.TrimSuffix(body, "\r\n")
+	}
+	t.Fatalf("%v: not a bulk reply: %q", args, r)
+	return ""
+}
