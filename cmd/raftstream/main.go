@@ -172,6 +172,9 @@ func run(args []string) error {
 
 	// 3. Describe the node: data dir, bus address, cluster membership.
 	ccfg := clusterConfig(o, log)
+	if ccfg.BusTLS, err = busTLS(&o.sec); err != nil {
+		return err
+	}
 
 	// 4. Open the node and start its Raft groups (bootstrapping a new
 	//    cluster, or rejoining with the state found in --dir).

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/raftstream/raftstream/cluster"
 	"github.com/raftstream/raftstream/resp"
 )
 
@@ -24,6 +25,7 @@ type securityOptions struct {
 	tlsKey      string
 	tlsCA       string
 	tlsAuthClts string
+	tlsCluster  bool
 }
 
 func registerSecurityFlags(fs *flag.FlagSet, o *securityOptions) {
@@ -37,6 +39,7 @@ func registerSecurityFlags(fs *flag.FlagSet, o *securityOptions) {
 	fs.StringVar(&o.tlsKey, "tls-key-file", "", "PEM private key for --tls-port")
 	fs.StringVar(&o.tlsCA, "tls-ca-cert-file", "", "PEM CA certificates that verify client certificates")
 	fs.StringVar(&o.tlsAuthClts, "tls-auth-clients", "yes", "client certificates on --tls-port: yes, no or optional")
+	fs.BoolVar(&o.tlsCluster, "tls-cluster", false, "mutual TLS on the cluster bus with --tls-cert-file/--tls-key-file, peers verified against --tls-ca-cert-file")
 }
 
 // checkProtectedMode refuses a configuration that exposes an open server:
@@ -90,6 +93,14 @@ func listenClients(bind string, port int, o *securityOptions) (net.Listener, err
 		return lns[0], nil
 	}
 	return resp.MultiListener(lns...), nil
+}
+
+// busTLS is the cluster bus's TLS when --tls-cluster is set.
+func busTLS(o *securityOptions) (*cluster.BusTLS, error) {
+	if !o.tlsCluster {
+		return nil, nil
+	}
+	return cluster.LoadBusTLS(o.tlsCert, o.tlsKey, o.tlsCA)
 }
 
 // applySecurity configures srv's server-side limits and ACL replication.
