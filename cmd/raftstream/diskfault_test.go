@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/raftstream/raftstream/resp/resptest"
+)
+
+// mountTmpfs mounts a tmpfs of size at a fresh directory (unmounted at
+// cleanup); it skips the test when mounting is not permitted.
+func mountTmpfs(t *testing.T, size string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs (needs root): %v %s", err, out)
+	}
+	t.Cleanup(func() {
+		for i := 0; i < 50; i++ {
+			if syscall.Unmount(dir, 0) == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		_ = syscall.Unmount(dir, syscall.MNT_DETACH)
+	})
+	return dir
+}
+
+// copyDir copies a directory tree (regular files only).
+func copyDir(t *testing.T, from, to string) {
+	t.Helper()
+	err := filepath.Walk(from, func(p string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(from, p)
+		dst := filepath.Join(to, rel)
+		if info.IsDir() {
+			return os.MkdirAll(dst, 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, b, info.Mode())
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDiskFullLosesNoAcknowledgedWrite fills the node's disk (an 8 MB
+// tmpfs) with XADDs: once the disk is full writes fail with an error
+// instead of being acknowledged, the node reports the fault, and after a
+// restart on a bigger disk every acknowledged entry is there.
+func TestDiskFullLosesNoAcknowledgedWrite(t *testing.T) {
+	small := mountTmpfs(t, "8m")
+	n := startNode(t, small, "--snapshot-interval", "1h")
+	c := dial(t, n.Addr)
+	val := strings.Repeat("v", 16<<10)
+	var acked []string
+	failures := map[string]int{}
+	start := time.Now()
+	for i := 0; i < 2000 && time.Since(start) < 60*time.Second; i++ {
+		c.SetDeadline(time.Now().Add(40 * time.Second))
+		r, err := c.Do("XADD", "s", "*", "f", val)
+		if err != nil {
+			failures["connection: "+err.Error()]++
+			if c, err = resptest.Dial(n.Addr); err != nil {
+				break // the node exited: that is a clear stop too
+			}
+			continue
+		}
+		if bytes.HasPrefix(r, []byte("$")) {
+			acked = append(acked, string(r[bytes.Index(r, []byte("\r\n"))+2:len(r)-2]))
+			continue
+		}
+		failures[strings.TrimSpace(string(r))]++
+		if len(failures) > 0 && failures[strings.TrimSpace(string(r))] >= 20 {
+			break
+		}
+	}
+	t.Logf("%d writes acknowledged before the disk filled; failures: %v", len(acked), failures)
+	if len(failures) == 0 {
+		t.Fatal("the disk never filled: nothing tested")
+	}
+	if len(acked) == 0 {
+		t.Fatal("no write acknowledged at all")
+	}
+	logb, _ := os.ReadFile(n.log)
+	if !bytes.Contains(logb, []byte("no space left on device")) {
+		t.Errorf("the node did not report the full disk in its log:\n%s", tail(logb, 3000))
+	}
+	n.kill()
+
+	// Restart from a copy of the data on a roomy disk.
+	big := t.TempDir()
+	copyDir(t, small, big)
+	n2 := startNode(t, big)
+	c2 := dial(t, n2.Addr)
+	c2.SetDeadline(time.Now().Add(30 * time.Second))
+	got, err := c2.Do("XLEN", "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var have int
+	fmt.Sscanf(string(got), ":%d", &have)
+	if have < len(acked) {
+		t.Errorf("after restart XLEN %d < %d acknowledged", have, len(acked))
+	}
+	for _, id := range []string{acked[0], acked[len(acked)/2], acked[len(acked)-1]} {
+		if r, _ := c2.Do("XRANGE", "s", id, id); !bytes.Contains(r, []byte(id)) {
+			t.Errorf("acknowledged entry %s lost: %q", id, r)
+		}
+	}
+}
+
+func tail(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
+}
