@@ -2,10 +2,12 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -128,4 +130,48 @@ func tail(b []byte, n int) []byte {
 		return b[len(b)-n:]
 	}
 	return b
+}
+
+// A damaged or truncated Raft log store stops the node at startup with a
+// message naming the file, instead of serving from it or panicking.
+func TestCorruptLogStoreRefusesToStart(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		damage func(path string) error
+	}{
+		{"overwritten page", func(p string) error {
+			f, err := os.OpenFile(p, os.O_RDWR, 0)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			_, err = f.WriteAt(bytes.Repeat([]byte{0xde, 0xad}, 2048), 8192)
+			return err
+		}},
+		{"truncated", func(p string) error { return os.Truncate(p, 100) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := startNode(t, "")
+			if r := do(t, dial(t, n.Addr), "XADD", "s", "*", "f", "v"); !strings.HasPrefix(r, "$") {
+				t.Fatalf("XADD: %q", r)
+			}
+			if err := n.stop(); err != nil {
+				t.Fatal(err)
+			}
+			db := filepath.Join(n.Dir, "data", "shards", "0", "raft.db")
+			if err := tc.damage(db); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			out, err := exec.CommandContext(ctx, binary, "--port", strconv.Itoa(n.Port), "--cluster-port", strconv.Itoa(n.Bus),
+				"--dir", filepath.Join(n.Dir, "data")).CombinedOutput()
+			if ctx.Err() != nil {
+				t.Fatalf("the node kept running on a damaged log store:\n%s", tail(out, 2000))
+			}
+			if err == nil || !bytes.Contains(out, []byte("corrupt Raft log store")) || !bytes.Contains(out, []byte(db)) {
+				t.Errorf("exit %v, output:\n%s", err, tail(out, 2000))
+			}
+		})
+	}
 }

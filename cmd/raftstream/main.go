@@ -170,6 +170,10 @@ func run(args []string) error {
 		return err
 	}
 
+	if err := verifyDataDir(o.dir); err != nil {
+		return err
+	}
+
 	// 3. Describe the node: data dir, bus address, cluster membership.
 	ccfg := clusterConfig(o, log)
 	if ccfg.BusTLS, err = busTLS(&o.sec); err != nil {
