@@ -2,6 +2,7 @@ package resp
 
 import (
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/raftstream/raftstream/resp/resptest"
@@ -119,5 +120,19 @@ func TestACLPipelinedRestricted(t *testing.T) {
 	do(t, a, "ACL", "SETUSER", "ro", "-@all")
 	if got := do(t, c, "XLEN", "orders:1"); got != "-NOPERM this user has no permissions to run the 'xlen' command\r\n" {
 		t.Errorf("after revoke: %q", got)
+	}
+}
+
+// CLIENT LIST shows the user a connection authenticated as.
+func TestClientListShowsACLUser(t *testing.T) {
+	addr := startServer(t, newFakeBackend(1), Config{})
+	a, b := dial(t, addr), dial(t, addr)
+	do(t, a, "ACL", "SETUSER", "watcher", "on", ">pw", "+@all", "allkeys")
+	if got := do(t, b, "AUTH", "watcher", "pw"); got != "+OK\r\n" {
+		t.Fatalf("AUTH: %q", got)
+	}
+	do(t, b, "PING")
+	if got := do(t, a, "CLIENT", "LIST"); !strings.Contains(got, "user=watcher") || !strings.Contains(got, "user=default") {
+		t.Errorf("CLIENT LIST: %q", got)
 	}
 }

@@ -43,6 +43,7 @@ type client struct {
 		readonly bool
 		multi    int
 		cmd      string
+		user     string // ACL user ("" = default)
 	}
 
 	blocked   atomic.Bool
@@ -81,6 +82,7 @@ func (c *client) publish() {
 	}
 	c.mu.Lock()
 	c.pub.proto, c.pub.readonly, c.pub.multi, c.pub.cmd = c.proto, c.readonly, multi, c.lastCmdName
+	c.pub.user = c.userName()
 	c.mu.Unlock()
 }
 
@@ -127,11 +129,15 @@ func (c *client) infoLine() string {
 	if flags == "" {
 		flags = "N"
 	}
+	user := pub.user
+	if user == "" {
+		user = "default"
+	}
 	cmd := pub.cmd
 	if cmd == "" {
 		cmd = "NULL"
 	}
-	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=%d name=%s age=%d idle=%d flags=%s db=0 sub=0 psub=0 ssub=0 multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=-1 resp=%d lib-name=%s lib-ver=%s",
+	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=%d name=%s age=%d idle=%d flags=%s db=0 sub=0 psub=0 ssub=0 multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=%s redir=-1 resp=%d lib-name=%s lib-ver=%s",
 		c.id, c.addr, c.laddr, c.id+7, name, int(now.Sub(c.created).Seconds()),
-		(now.UnixMilli()-c.lastAt.Load())/1000, flags, pub.multi, cmd, pub.proto, lib, ver)
+		(now.UnixMilli()-c.lastAt.Load())/1000, flags, pub.multi, cmd, user, pub.proto, lib, ver)
 }
