@@ -72,9 +72,16 @@ var aclScript = [][]string{
 	{"ACL", "LOG", "-1"},
 	{"ACL", "SETUSER", "alice", "off"},
 	{"AUTH", "alice", "pw"},
+	{"HELLO", "2", "AUTH", "alice", "pw"},
+	{"HELLO", "2", "AUTH", "nouser", "pw"},
+	{"ACL", "SETUSER", "alice", "on"},
+	{"HELLO", "2", "AUTH", "alice", "pw"},
+	{"ACL", "WHOAMI"},
+	{"RESET"},
+	{"ACL", "WHOAMI"},
 }
 
-var aclLogMask = regexp.MustCompile(`(age-seconds\r\n[$,][^\r]*\r\n(?:[^\r]*\r\n)?)|(client-info\r\n\$\d+\r\n[^\r]*\r\n)`)
+var aclLogMask = regexp.MustCompile(`(age-seconds\r\n[$,][^\r]*\r\n(?:[^\r]*\r\n)?)|(client-info\r\n\$\d+\r\n[^\r]*\r\n)|(\$2\r\nid\r\n:\d+\r\n)`)
 
 func TestACLMatchesRedis(t *testing.T) {
 	redisAddr := resptest.StartRedis(t)
