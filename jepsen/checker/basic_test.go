@@ -110,6 +110,23 @@ func TestIDs(t *testing.T) {
 		w := b.op(0, history.XAddIdmp, s, history.OK, in, &history.Value{ID: "2-0"})
 		wantValid(t, b.check(t, IDs, Options{}), Illegal, "id-mismatch", w)
 	})
+	t.Run("idmp retry reports the ID of an earlier send", func(t *testing.T) {
+		// Found by the soak (idempotent workload): send 1 of "a" times out
+		// but applies (ID 5-0); "b" is appended (6-0) and returns; the retry
+		// of "a" is deduplicated and returns 5-0. Legal: send 1 was
+		// concurrent with "b".
+		var b hb
+		in := &history.Value{Value: "a", Producer: "p", IID: "1"}
+		b.inv(0, history.XAddIdmp, s, in)
+		b.add1(1, s, "b", "6-0")
+		b.done(0, history.Info, nil)
+		b.op(0, history.XAddIdmp, s, history.OK, in, &history.Value{Value: "a", Producer: "p", IID: "1", ID: "5-0"})
+		wantValid(t, b.check(t, IDs, Options{}), Ok, "")
+		// A fresh value (no earlier send) must still be above "b".
+		w := b.op(2, history.XAddIdmp, s, history.OK, &history.Value{Value: "c", Producer: "q", IID: "1"},
+			&history.Value{Value: "c", Producer: "q", IID: "1", ID: "5-5"})
+		wantValid(t, b.check(t, IDs, Options{}), Illegal, "xadd-order", w)
+	})
 	t.Run("phantom", func(t *testing.T) {
 		var b hb
 		b.add1(0, s, "a", "1-0")

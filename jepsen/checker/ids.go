@@ -45,9 +45,25 @@ func readOrder(ops []*history.Op) []Anomaly {
 }
 
 func xaddOrder(k string, ops []*history.Op) []Anomaly {
+	// Any send of an xadd-idmp value may be the one that appended it (an
+	// earlier send of unknown outcome that applied, which a retry's reply
+	// then reports), so its real-time constraint starts at the first send.
+	first := map[string]int64{}
+	for _, o := range ops {
+		if o.F == history.XAddIdmp {
+			if c, ok := first[o.Value.Value]; !ok || o.Call < c {
+				first[o.Value.Value] = o.Call
+			}
+		}
+	}
 	var adds []*history.Op
 	for _, o := range ops {
 		if o.F.IsWrite() && o.Type == history.OK && o.Value.ID != "" {
+			if o.F == history.XAddIdmp {
+				c := *o
+				c.Call = first[o.Value.Value]
+				o = &c
+			}
 			adds = append(adds, o)
 		}
 	}
