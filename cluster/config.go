@@ -102,6 +102,13 @@ type Config struct {
 	// Default 30s; negative disables.
 	DeadAfter time.Duration
 
+	// GossipAddr is the host:port (TCP and UDP) of this node's memberlist,
+	// which detects failures faster than the health polls and carries node
+	// metadata; never used for safety. Empty disables gossip. GossipLabel
+	// keeps clusters sharing a network apart (default "raftstream").
+	GossipAddr  string
+	GossipLabel string
+
 	// DialTimeout bounds cluster-bus dials and the preamble read of an
 	// accepted connection. Default 5s.
 	DialTimeout time.Duration
@@ -209,6 +216,15 @@ func (c *Config) Validate() error {
 	}
 	if c.DialTimeout <= 0 {
 		c.DialTimeout = 5 * time.Second
+	}
+	if c.GossipAddr != "" {
+		h, _, err := net.SplitHostPort(c.GossipAddr)
+		if ip := net.ParseIP(h); err != nil || ip == nil || ip.IsUnspecified() {
+			return fmt.Errorf("cluster: GossipAddr %q must be a dialable IP:port", c.GossipAddr)
+		}
+	}
+	if c.GossipLabel == "" {
+		c.GossipLabel = "raftstream"
 	}
 	if c.DeadAfter == 0 {
 		c.DeadAfter = 30 * time.Second

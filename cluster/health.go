@@ -139,8 +139,12 @@ func (h *health) record(results []pollResult, now time.Time) {
 	}
 }
 
-// up reports whether member id answered the last poll.
+// up reports whether member id answered the last poll and gossip (if on)
+// does not report it failed.
 func (h *health) up(id string) bool {
+	if h.n.gossipDead(id) {
+		return false
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	_, ok := h.upSince[id]
@@ -153,7 +157,7 @@ func (h *health) upFor(id string) time.Duration {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	t, ok := h.upSince[id]
-	if !ok || h.fails[id] > 0 {
+	if !ok || h.fails[id] > 0 || h.n.gossipDead(id) {
 		return 0
 	}
 	return time.Since(t)

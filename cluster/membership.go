@@ -17,6 +17,8 @@ type Member struct {
 	Host string `json:"host"` // announced RESP host
 	Port int    `json:"port"` // announced RESP port
 	Bus  string `json:"bus"`  // cluster bus address host:port
+	// Gossip is the memberlist address host:port ("" without gossip).
+	Gossip string `json:"gossip,omitempty"`
 }
 
 // RESPAddr is the member's announced RESP address, host:port.

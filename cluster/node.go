@@ -53,6 +53,7 @@ type Node struct {
 	// ctrlMu serialises this node's controller proposals (reconfig.go).
 	ctrlMu sync.Mutex
 	disc   *discovery
+	gossip atomic.Pointer[gossip] // nil without Config.GossipAddr
 
 	startMu    sync.Mutex
 	started    bool
@@ -113,7 +114,7 @@ func Open(cfg Config) (*Node, error) {
 	n := &Node{
 		cfg: cfg, log: log, id: m.ID, dir: cfg.Dir, nShards: m.Shards,
 		slotMap: slots.NewMap(m.Shards), mux: mux, book: newAddrBook(), meta: m,
-		self:       Member{ID: m.ID, Host: cfg.AnnounceHost, Port: cfg.AnnouncePort, Bus: mux.Addr().String()},
+		self:       Member{ID: m.ID, Host: cfg.AnnounceHost, Port: cfg.AnnouncePort, Bus: mux.Addr().String(), Gossip: cfg.GossipAddr},
 		shutdownCh: make(chan struct{}),
 	}
 	n.health = newHealth(n)
@@ -260,6 +261,9 @@ func (n *Node) Start(ctx context.Context) error {
 		n.ctrl.Store(c)
 		n.goFunc(func() { n.controllerLoop(c) })
 	}
+	if err := n.startGossip(); err != nil {
+		n.log.Warn("gossip not started", "addr", n.cfg.GossipAddr, "err", err)
+	}
 	n.started = true
 	n.goFunc(n.snapshotLoop)
 	n.goFunc(n.health.loop)
@@ -404,6 +408,7 @@ func (n *Node) close(transfer bool) error {
 		if transfer {
 			n.transferAway()
 		}
+		n.stopGossip()
 		err = n.closeShards()
 		if c := n.ctrl.Load(); c != nil {
 			err = errors.Join(err, c.close())
