@@ -101,7 +101,7 @@ func (s *Server) checkAuth(user, pass []byte) *errReply {
 func cmdAuth(s *Server, c *client, argv [][]byte) reply {
 	switch len(argv) {
 	case 2:
-		if s.cfg.RequirePass == "" {
+		if d := s.acl.get("default"); d == nil || d.nopass {
 			return errAuthNoPass
 		}
 		if er := s.aclAuth(c, []byte("default"), argv[1]); er != nil {

@@ -26,6 +26,7 @@ type securityOptions struct {
 	tlsCA       string
 	tlsAuthClts string
 	tlsCluster  bool
+	aclFile     string
 }
 
 func registerSecurityFlags(fs *flag.FlagSet, o *securityOptions) {
@@ -39,6 +40,7 @@ func registerSecurityFlags(fs *flag.FlagSet, o *securityOptions) {
 	fs.StringVar(&o.tlsKey, "tls-key-file", "", "PEM private key for --tls-port")
 	fs.StringVar(&o.tlsCA, "tls-ca-cert-file", "", "PEM CA certificates that verify client certificates")
 	fs.StringVar(&o.tlsAuthClts, "tls-auth-clients", "yes", "client certificates on --tls-port: yes, no or optional")
+	fs.StringVar(&o.aclFile, "aclfile", "", "Redis ACL file (user <name> <rules>... per line) loaded at startup; replicated ACL SETUSER/DELUSER apply on top")
 	fs.BoolVar(&o.tlsCluster, "tls-cluster", false, "mutual TLS on the cluster bus with --tls-cert-file/--tls-key-file, peers verified against --tls-ca-cert-file")
 }
 
@@ -103,8 +105,15 @@ func busTLS(o *securityOptions) (*cluster.BusTLS, error) {
 	return cluster.LoadBusTLS(o.tlsCert, o.tlsKey, o.tlsCA)
 }
 
-// applySecurity configures srv's server-side limits and ACL replication.
-func applySecurity(srv *resp.Server, o *securityOptions) {
+// applySecurity configures srv's server-side limits, its ACL file and ACL
+// replication.
+func applySecurity(srv *resp.Server, o *securityOptions) error {
+	if o.aclFile != "" {
+		if err := srv.LoadACLFile(o.aclFile); err != nil {
+			return fmt.Errorf("--aclfile: %w", err)
+		}
+	}
 	srv.SetLimits(resp.Limits{MaxMemory: o.maxMemory})
 	srv.ReplicateACL()
+	return nil
 }

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
+	"encoding/hex"
 	"os"
 	"os/exec"
 	"strconv"
@@ -191,4 +193,36 @@ func TestClusterBusTLS(t *testing.T) {
 	// That a node with another CA's certificate gets nothing through the
 	// bus (no join, no Raft RPC) is shown at the transport level:
 	// cluster.TestBusMutualTLS.
+}
+
+// --aclfile: the users it defines are enforced from startup (here the
+// default user gets a password); a bad file stops the node.
+func TestACLFileFlag(t *testing.T) {
+	dir := t.TempDir()
+	file := dir + "/users.acl"
+	sum := sha256.Sum256([]byte("adminpw"))
+	if err := os.WriteFile(file, []byte("user default on #"+hex.EncodeToString(sum[:])+" ~* +@all\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n := startNode(t, "", "--aclfile", file)
+	c := dial(t, n.Addr)
+	if r := do(t, c, "XADD", "s", "*", "f", "v"); r != "-NOAUTH Authentication required.\r\n" {
+		t.Errorf("before AUTH: %q", r)
+	}
+	if r := do(t, c, "AUTH", "adminpw"); r != "+OK\r\n" {
+		t.Fatalf("AUTH: %q", r)
+	}
+	if r := do(t, c, "XADD", "s", "*", "f", "v"); !strings.HasPrefix(r, "$") {
+		t.Errorf("XADD after AUTH: %q", r)
+	}
+	if err := os.WriteFile(file, []byte("user x +nosuch\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, binary, "--port", strconv.Itoa(resptest.FreePort(t)), "--cluster-port", strconv.Itoa(resptest.FreePort(t)),
+		"--dir", t.TempDir(), "--aclfile", file).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "users.acl:1") {
+		t.Errorf("bad ACL file: %v %s", err, tail(out, 1000))
+	}
 }
