@@ -54,6 +54,7 @@ type options struct {
 	bootstrapExpect            int
 	replicationFactor          int
 	deadAfter                  time.Duration
+	gossipAddr                 string
 	announce                   string
 	announcePort               int
 	nodeName                   string
@@ -88,6 +89,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.join, "join", "", "comma-separated cluster bus addresses (host:port) of nodes to form or join a cluster with")
 	fs.IntVar(&o.bootstrapExpect, "bootstrap-expect", 1, "number of nodes forming the initial cluster")
 	fs.IntVar(&o.replicationFactor, "replication-factor", 3, "replicas (Raft voters) per shard, capped at the number of nodes")
+	fs.StringVar(&o.gossipAddr, "gossip-addr", "", "IP:port (TCP and UDP) for memberlist gossip, which speeds up failure detection; empty = off")
 	fs.DurationVar(&o.deadAfter, "dead-after", 30*time.Second, "how long a node may be unreachable before its replicas are moved to other nodes (negative = never)")
 	fs.StringVar(&o.announce, "announce", "", "host announced to clients in MOVED and CLUSTER replies; default --bind")
 	fs.IntVar(&o.announcePort, "announce-port", 0, "port announced to clients; default --port")
@@ -297,6 +299,7 @@ func clusterConfig(o *options, log *slog.Logger) cluster.Config {
 	c.BootstrapExpect = o.bootstrapExpect
 	c.ReplicationFactor = o.replicationFactor
 	c.DeadAfter = o.deadAfter
+	c.GossipAddr = o.gossipAddr
 	c.Forwarding = o.forwarding
 	c.Logger = log
 	c.SnapshotInterval = o.snapshotInterval
