@@ -264,3 +264,44 @@ func keyPerShard(prefix string, nShards int) []string {
 	}
 	return keys
 }
+
+// writeFollowingMoved writes one entry to every key through node addr,
+// following MOVED by hand and retrying other refusals every 10 ms (no
+// client-side slot cache), and returns how long until all were accepted.
+func writeFollowingMoved(t *testing.T, addr string, keys []string, budget time.Duration) time.Duration {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), budget)
+	defer cancel()
+	t0 := time.Now()
+	clients := map[string]*redis.Client{}
+	defer func() {
+		for _, c := range clients {
+			c.Close()
+		}
+	}()
+	get := func(a string) *redis.Client {
+		if clients[a] == nil {
+			clients[a] = redis.NewClient(&redis.Options{Addr: a, MaxRetries: -1, DialTimeout: 300 * time.Millisecond, ReadTimeout: time.Second})
+		}
+		return clients[a]
+	}
+	for _, k := range keys {
+		target := addr
+		for {
+			err := get(target).XAdd(ctx, &redis.XAddArgs{Stream: k, Values: []string{"seq", "probe"}}).Err()
+			if err == nil {
+				break
+			}
+			if strings.HasPrefix(err.Error(), "MOVED ") {
+				target = strings.Fields(err.Error())[2]
+				continue
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("%s: no write accepted within %v: %v", k, budget, err)
+			}
+			target = addr
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return time.Since(t0)
+}
