@@ -108,6 +108,10 @@ type Config struct {
 	// keeps clusters sharing a network apart (default "raftstream").
 	GossipAddr  string
 	GossipLabel string
+	// GossipKey, when set (16, 24 or 32 bytes), encrypts and authenticates
+	// all gossip (memberlist's SecretKey): nodes without the key are not
+	// heard (cluster/tls.go's BusTLS covers the bus).
+	GossipKey []byte
 
 	// DialTimeout bounds cluster-bus dials and the preamble read of an
 	// accepted connection. Default 5s.

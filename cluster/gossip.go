@@ -79,6 +79,7 @@ func (n *Node) startGossip() error {
 	c.BindAddr, c.BindPort = host, port
 	c.AdvertiseAddr, c.AdvertisePort = host, port
 	c.Label = n.cfg.GossipLabel
+	c.SecretKey = n.cfg.GossipKey // nil: plaintext gossip
 	c.Delegate, c.Events = d, d
 	c.Logger = log.New(io.Discard, "", 0)
 	ml, err := memberlist.Create(c)
