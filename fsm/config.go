@@ -3,6 +3,7 @@ package fsm
 import (
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -90,6 +91,10 @@ type Config struct {
 	// NoSync skips fsync in the log store. Benchmarks only: the same file
 	// holds the current term and vote.
 	NoSync bool
+	// LogStore selects the Raft log store: LogStoreBolt (default, also "")
+	// or LogStoreWAL. A shard directory keeps the kind it was created with;
+	// opening it as the other kind fails.
+	LogStore string
 }
 
 // DefaultConfig returns defaults tuned for batched entries on a LAN.
@@ -112,6 +117,7 @@ func DefaultConfig() Config {
 		SnapshotThreshold:  4096,
 		SnapshotInterval:   24 * time.Hour,
 		SnapshotRetain:     2,
+		LogStore:           os.Getenv(LogStoreEnv),
 	}
 }
 

@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 )
 
 // Shard is one replica of one shard: a Raft group member, its FSM (the
@@ -22,7 +20,7 @@ type Shard struct {
 	log   *slog.Logger
 	m     *machine
 	raft  *raft.Raft
-	store *raftboltdb.BoltStore
+	store raftStore
 	snaps *raft.FileSnapshotStore
 
 	// subMu orders Submit against Close: Submit enqueues under the read
@@ -64,7 +62,7 @@ func Open(cfg Config) (*Shard, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("fsm: shard %d: %w", cfg.ShardID, err)
 	}
-	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.Dir, "raft.db"), NoSync: cfg.NoSync})
+	store, err := openRaftStore(cfg.LogStore, cfg.Dir, cfg.NoSync, log, cfg.RaftLogLevel)
 	if err != nil {
 		return nil, fmt.Errorf("fsm: shard %d: open log store: %w", cfg.ShardID, err)
 	}
