@@ -181,6 +181,9 @@ func run(args []string) error {
 	if ccfg.BusTLS, err = busTLS(&o.sec); err != nil {
 		return err
 	}
+	if ccfg.GossipKey, err = gossipKey(&o.sec); err != nil {
+		return err
+	}
 
 	// 4. Open the node and start its Raft groups (bootstrapping a new
 	//    cluster, or rejoining with the state found in --dir).

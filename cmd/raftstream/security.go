@@ -1,11 +1,14 @@
 package main
 
 import (
+	"encoding/base64"
 	"errors"
 	"flag"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/raftstream/raftstream/cluster"
@@ -27,6 +30,7 @@ type securityOptions struct {
 	tlsAuthClts string
 	tlsCluster  bool
 	aclFile     string
+	gossipKey   string
 }
 
 func registerSecurityFlags(fs *flag.FlagSet, o *securityOptions) {
@@ -41,6 +45,7 @@ func registerSecurityFlags(fs *flag.FlagSet, o *securityOptions) {
 	fs.StringVar(&o.tlsCA, "tls-ca-cert-file", "", "PEM CA certificates that verify client certificates")
 	fs.StringVar(&o.tlsAuthClts, "tls-auth-clients", "yes", "client certificates on --tls-port: yes, no or optional")
 	fs.StringVar(&o.aclFile, "aclfile", "", "Redis ACL file (user <name> <rules>... per line) loaded at startup; replicated ACL SETUSER/DELUSER apply on top")
+	fs.StringVar(&o.gossipKey, "gossip-key-file", "", "file holding the base64 16/24/32-byte key that encrypts and authenticates gossip (same on every node)")
 	fs.BoolVar(&o.tlsCluster, "tls-cluster", false, "mutual TLS on the cluster bus with --tls-cert-file/--tls-key-file, peers verified against --tls-ca-cert-file")
 }
 
@@ -103,6 +108,22 @@ func busTLS(o *securityOptions) (*cluster.BusTLS, error) {
 		return nil, nil
 	}
 	return cluster.LoadBusTLS(o.tlsCert, o.tlsKey, o.tlsCA)
+}
+
+// gossipKey reads --gossip-key-file (base64 of 16, 24 or 32 bytes).
+func gossipKey(o *securityOptions) ([]byte, error) {
+	if o.gossipKey == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(o.gossipKey)
+	if err != nil {
+		return nil, fmt.Errorf("--gossip-key-file: %w", err)
+	}
+	k, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(b)))
+	if err != nil || (len(k) != 16 && len(k) != 24 && len(k) != 32) {
+		return nil, errors.New("--gossip-key-file: want the base64 encoding of a 16, 24 or 32-byte key")
+	}
+	return k, nil
 }
 
 // applySecurity configures srv's server-side limits, its ACL file and ACL
