@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/raftstream/raftstream/engine"
+	"github.com/raftstream/raftstream/fsm"
 )
 
 // RAFTSTREAM admin commands (flag admin, category @admin), used by the
@@ -73,6 +74,12 @@ func cmdRaftstreamTransferLeader(s *Server, c *client, argv [][]byte) reply {
 	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
 	defer cancel()
 	if err := ab.TransferLeader(ctx, shard, to); err != nil {
+		var nl *fsm.NotLeaderError
+		if errors.As(err, &nl) {
+			// Leadership moved since the caller looked it up (an election
+			// or the balancer): a retryable condition, not a failure.
+			return errTryAgainLeader
+		}
 		return errorf("ERR shard %d: %s", shard, oneLine(err))
 	}
 	return engine.SimpleString("OK")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -106,18 +107,46 @@ func transferLeaderCmd(args []string, stdout, stderr io.Writer) int {
 	if *to != "" {
 		cmd = append(cmd, *to)
 	}
-	// The command must reach the shard's leader: find it from any node.
-	_, rows, err := resp.ClusterStatus(*addr, *pass, *timeout)
+	// The command must reach the shard's leader: find it from any node. If
+	// leadership moves between the lookup and the command (TRYAGAIN), look
+	// it up again, a bounded number of times.
+	deadline := time.Now().Add(*timeout)
+	for attempt := 1; ; attempt++ {
+		_, rows, err := resp.ClusterStatus(*addr, *pass, *timeout)
+		if err != nil {
+			fmt.Fprintln(stderr, "raftstream transfer-leader:", err)
+			return 1
+		}
+		leader := resp.ShardLeaderAddr(rows, *shard)
+		if leader != "" {
+			err = adminOnce(leader, *pass, *timeout, cmd)
+			if err == nil {
+				fmt.Fprintln(stdout, "OK")
+				return 0
+			}
+			var ae resp.AdminError
+			if !errors.As(err, &ae) || !strings.HasPrefix(string(ae), "TRYAGAIN") {
+				fmt.Fprintln(stderr, "raftstream transfer-leader:", err)
+				return 1
+			}
+		}
+		if attempt >= 10 || time.Now().After(deadline) {
+			fmt.Fprintf(stderr, "raftstream transfer-leader: shard %d has no stable leader after %d attempts\n", *shard, attempt)
+			return 1
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// adminOnce sends one admin command whose reply is a status.
+func adminOnce(addr, pass string, timeout time.Duration, cmd []string) error {
+	c, err := resp.DialAdmin(addr, pass, timeout)
 	if err != nil {
-		fmt.Fprintln(stderr, "raftstream transfer-leader:", err)
-		return 1
+		return err
 	}
-	leader := resp.ShardLeaderAddr(rows, *shard)
-	if leader == "" {
-		fmt.Fprintf(stderr, "raftstream transfer-leader: shard %d has no leader now\n", *shard)
-		return 1
-	}
-	return doAdmin(leader, *pass, *timeout, cmd, stdout, stderr)
+	defer c.Close()
+	_, err = c.Do(cmd...)
+	return err
 }
 
 func snapshotCmd(args []string, stdout, stderr io.Writer) int {
