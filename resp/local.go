@@ -465,7 +465,13 @@ func (s *Server) engineConfig() engine.Config {
 	cfg := engine.DefaultConfig()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	_ = s.be.Read(ctx, 0, true, func(e *engine.Engine) { cfg = e.Config() })
+	// A linearizable read where this node leads shard 0, so CONFIG GET
+	// right after a restart sees every replayed CONFIG SET; a possibly
+	// stale local read otherwise (the value is replicated to every shard).
+	read := func(e *engine.Engine) { cfg = e.Config() }
+	if err := s.be.Read(ctx, 0, false, read); err != nil {
+		_ = s.be.Read(ctx, 0, true, read)
+	}
 	return cfg
 }
 
@@ -485,6 +491,8 @@ func constParam(name, v string) configParam {
 var configParams = []configParam{
 	{name: "stream-node-max-bytes", replicated: true, get: func(s *Server) string { return strconv.Itoa(s.engineConfig().NodeMaxBytes) }},
 	{name: "stream-node-max-entries", replicated: true, get: func(s *Server) string { return strconv.Itoa(s.engineConfig().NodeMaxEntries) }},
+	{name: "stream-idmp-duration", replicated: true, get: func(s *Server) string { return strconv.Itoa(s.engineConfig().IdmpDuration) }},
+	{name: "stream-idmp-maxsize", replicated: true, get: func(s *Server) string { return strconv.Itoa(s.engineConfig().IdmpMaxSize) }},
 	{name: "port", get: func(s *Server) string { return strconv.Itoa(s.cfg.Port) }},
 	{name: "bind", get: func(s *Server) string { return s.cfg.Bind }},
 	{name: "dir", get: func(s *Server) string { return s.cfg.Dir }},
