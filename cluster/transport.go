@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -67,17 +68,24 @@ type Mux struct {
 // dial (returned by every layer's Addr); timeout bounds dials and preamble
 // reads.
 func Listen(bindAddr, advertise string, timeout time.Duration, log *slog.Logger) (*Mux, error) {
-	adv, err := net.ResolveTCPAddr("tcp", advertise)
+	// The advertised address is kept as written, host name included, and
+	// resolved by each dial: a peer whose name now maps to a new IP (a
+	// rescheduled pod, a recreated container network) stays reachable.
+	host, port, err := net.SplitHostPort(advertise)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: advertise address %q: %w", advertise, err)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		return nil, fmt.Errorf("cluster: advertise address %q: bad port", advertise)
 	}
 	ln, err := net.Listen("tcp", bindAddr)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: listen on %s: %w", bindAddr, err)
 	}
-	if adv.Port == 0 { // bound to :0 (tests): advertise the real port
-		adv.Port = ln.Addr().(*net.TCPAddr).Port
+	if port == "0" { // bound to :0 (tests): advertise the real port
+		port = strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 	}
+	adv := busAddr(net.JoinHostPort(host, port))
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -93,6 +101,13 @@ func Listen(bindAddr, advertise string, timeout time.Duration, log *slog.Logger)
 
 // Addr is the advertised bus address.
 func (m *Mux) Addr() net.Addr { return m.advertise }
+
+// busAddr is an advertised "host:port" that is resolved when dialed, not
+// when the node starts.
+type busAddr string
+
+func (a busAddr) Network() string { return "tcp" }
+func (a busAddr) String() string  { return string(a) }
 
 func (m *Mux) goFunc(f func()) {
 	m.wg.Add(1)

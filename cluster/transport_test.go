@@ -154,3 +154,38 @@ func TestMuxDropsUnknownGroupAndSilentPeers(t *testing.T) {
 		t.Fatal("bad preamble not closed")
 	}
 }
+
+// TestAdvertisedHostNameKept: a bus advertised by host name keeps the name
+// (it is resolved per dial, so a peer whose name moves to a new IP stays
+// reachable) and a raft address with that name dials through the mux.
+func TestAdvertisedHostNameKept(t *testing.T) {
+	m, err := Listen("127.0.0.1:0", "localhost:0", 2*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	addr := m.Addr().String()
+	if host, _, _ := net.SplitHostPort(addr); host != "localhost" || portOf(m.Addr()) == "0" {
+		t.Fatalf("advertised %q, want localhost:<bound port>", addr)
+	}
+	l := m.Layer(ShardGroup(0))
+	done := echoOnce(t, l, "A:")
+	c, err := l.Dial(raft.ServerAddress(addr), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(c, "hi\n"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := bufio.NewReader(c).ReadString('\n'); err != nil || got != "A:hi\n" {
+		t.Fatalf("reply %q, %v", got, err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Listen("127.0.0.1:0", "localhost:x", time.Second, nil); err == nil {
+		t.Fatal("a bad advertised port was accepted")
+	}
+}
