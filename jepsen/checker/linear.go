@@ -55,7 +55,7 @@ func Linearizable(in *Input) Result {
 	unknown := false
 	files := map[string][]byte{}
 	for _, k := range keys {
-		ops := observedOnly(m[k])
+		ops := observedOnly(mergeIdmpSends(m[k]))
 		hist := make([]porcupine.Operation, len(ops))
 		for i, o := range ops {
 			ret := o.Return
@@ -96,6 +96,39 @@ func Linearizable(in *Input) Result {
 		r.Files = files
 	}
 	return r
+}
+
+// mergeIdmpSends folds the sends of one idempotent message (xadd-idmp ops
+// carrying the same value) into one operation. The message took effect
+// once, somewhere between the first send's invocation and the first
+// acknowledged send's return (or at any later time when no send was
+// acknowledged); one operation spanning that window states exactly that,
+// and spares porcupine every interleaving of the retries, which otherwise
+// exhausts the search on retry-heavy runs. Whether every acknowledged send
+// returned the same ID is the ids checker's concern. ops must be in
+// invocation order; the ops themselves are not modified.
+func mergeIdmpSends(ops []*history.Op) []*history.Op {
+	first := map[string]int{} // value → position in out
+	out := make([]*history.Op, 0, len(ops))
+	for _, o := range ops {
+		if o.F != history.XAddIdmp || o.Type == history.Fail {
+			out = append(out, o)
+			continue
+		}
+		i, seen := first[o.Value.Value]
+		if !seen {
+			first[o.Value.Value] = len(out)
+			out = append(out, o)
+			continue
+		}
+		m := out[i]
+		if o.Type == history.OK && (m.Type != history.OK || o.Return < m.Return) {
+			merged := *m // keeps the first send's Call and Index
+			merged.Type, merged.Return, merged.Done, merged.Value = o.Type, o.Return, o.Done, o.Value
+			out[i] = &merged
+		}
+	}
+	return out
 }
 
 // observedOnly drops the non-ok appends whose value no read in ops shows.

@@ -80,3 +80,32 @@ func TestLinearizableManyUnobservedUnknownAppends(t *testing.T) {
 	r := b.check(t, Linearizable, Options{LinearTimeout: 3 * time.Second})
 	wantValid(t, r, Ok, "")
 }
+
+// Retried idempotent sends of one message are one operation spanning from
+// the first send to the first acknowledged one: many unknown-outcome retries
+// must neither exhaust the search nor hide a read that saw the message
+// before its first send began.
+func TestLinearizableIdmpRetries(t *testing.T) {
+	t.Run("retries of one message are one append", func(t *testing.T) {
+		var b hb
+		var want []history.Entry
+		for i := 0; i < 40; i++ {
+			v := fmt.Sprintf("m%d", i)
+			id := fmt.Sprintf("%d-0", i+1)
+			for r := 0; r < 4; r++ { // unknown outcomes, each retried
+				b.op(history.Process(r), history.XAddIdmp, s, history.Info, &history.Value{Value: v}, nil)
+			}
+			b.op(5, history.XAddIdmp, s, history.OK, &history.Value{Value: v}, &history.Value{Value: v, ID: id})
+			want = append(want, history.Entry{ID: id, Value: v})
+			b.read(6, s, want...)
+		}
+		wantValid(t, b.check(t, Linearizable, Options{LinearTimeout: 5 * time.Second}), Ok, "")
+	})
+	t.Run("read before the first send is still flagged", func(t *testing.T) {
+		var b hb
+		r1 := b.read(1, s, es("1-0", "m")...)
+		b.op(0, history.XAddIdmp, s, history.Info, &history.Value{Value: "m"}, nil)
+		b.op(0, history.XAddIdmp, s, history.OK, &history.Value{Value: "m"}, &history.Value{Value: "m", ID: "1-0"})
+		wantValid(t, b.check(t, Linearizable, Options{}), Illegal, "non-linearizable", r1)
+	})
+}
