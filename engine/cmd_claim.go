@@ -11,16 +11,9 @@ func cmdXClaim(e *Engine, now int64, argv [][]byte) Reply {
 	if err := arityMin(argv, 6, "xclaim"); err != nil {
 		return err
 	}
-	s, werr := e.lookupStream(argv[1])
-	if werr != nil {
-		return werr
-	}
-	var g *Group
-	if s != nil {
-		g = s.lookupGroup(argv[2])
-	}
-	if g == nil {
-		return noGroupKeyErr(argv[1], argv[2])
+	s, g, gerr := e.lookupStreamGroup(argv[1], argv[2])
+	if gerr != nil {
+		return gerr
 	}
 	minIdle, err := cgArgInt(argv[4], "Invalid min-idle-time argument for XCLAIM")
 	if err != nil {
@@ -192,16 +185,9 @@ func cmdXAutoClaim(e *Engine, now int64, argv [][]byte) Reply {
 	if err != nil {
 		return err
 	}
-	s, werr := e.lookupStream(argv[1])
-	if werr != nil {
-		return werr
-	}
-	var g *Group
-	if s != nil {
-		g = s.lookupGroup(argv[2])
-	}
-	if g == nil {
-		return noGroupKeyErr(argv[1], argv[2])
+	s, g, gerr := e.lookupStreamGroup(argv[1], argv[2])
+	if gerr != nil {
+		return gerr
 	}
 	c, _ := g.lookupOrCreateConsumer(argv[3], now)
 	c.SeenTime = now

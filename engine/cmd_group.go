@@ -55,6 +55,24 @@ func arityMin(argv [][]byte, n int, name string) *Error {
 	return nil
 }
 
+// lookupStreamGroup returns the stream at key and its consumer group, or
+// WRONGTYPE, or NOGROUP when either is missing (the error XPENDING, XCLAIM,
+// XAUTOCLAIM and XNACK share).
+func (e *Engine) lookupStreamGroup(key, group []byte) (*Stream, *Group, *Error) {
+	s, err := e.lookupStream(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	var g *Group
+	if s != nil {
+		g = s.lookupGroup(group)
+	}
+	if g == nil {
+		return nil, nil, noGroupKeyErr(key, group)
+	}
+	return s, g, nil
+}
+
 func noGroupKeyErr(key, group []byte) *Error {
 	return Errorf("NOGROUP No such key '%s' or consumer group '%s'", key, group)
 }
@@ -563,16 +581,9 @@ func cmdXPending(e *Engine, now int64, argv [][]byte) Reply {
 	if err != nil {
 		return err
 	}
-	s, werr := e.lookupStream(argv[1])
-	if werr != nil {
-		return werr
-	}
-	var g *Group
-	if s != nil {
-		g = s.lookupGroup(argv[2])
-	}
-	if g == nil {
-		return noGroupKeyErr(argv[1], argv[2])
+	_, g, gerr := e.lookupStreamGroup(argv[1], argv[2])
+	if gerr != nil {
+		return gerr
 	}
 	if a.summary {
 		if g.PEL.Len() == 0 {

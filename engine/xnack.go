@@ -116,16 +116,9 @@ func cmdXNack(e *Engine, now int64, argv [][]byte) Reply {
 	if err != nil {
 		return err
 	}
-	s, werr := e.lookupStream(argv[1])
-	if werr != nil {
-		return werr
-	}
-	var g *Group
-	if s != nil {
-		g = s.lookupGroup(argv[2])
-	}
-	if g == nil {
-		return noGroupKeyErr(argv[1], argv[2])
+	_, g, gerr := e.lookupStreamGroup(argv[1], argv[2])
+	if gerr != nil {
+		return gerr
 	}
 	released := 0
 	for _, id := range a.ids {
