@@ -200,3 +200,67 @@ func TestForwardingForPlainClients(t *testing.T) {
 	}
 	t.Fatal("no key led by another node among 30")
 }
+
+// TestForwardingTutorialWithPlainRedisCLI: with --forwarding, plain
+// redis-cli (no -c) pointed at one node of a 3-node cluster runs the
+// tutorial examples with output identical to redis-server's, although that
+// node follows the shards of some of the tutorial's keys.
+func TestForwardingTutorialWithPlainRedisCLI(t *testing.T) {
+	addrs, _ := startCluster(t, 3, 6, "--forwarding")
+	rdb := redis.NewClient(&redis.Options{Addr: addrs[0]})
+	defer rdb.Close()
+	ranges, err := rdb.ClusterSlots(context.Background()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaderOf := func(key string) string {
+		slot := int(slots.Of([]byte(key)))
+		for _, r := range ranges {
+			if slot >= r.Start && slot <= r.End {
+				return r.Nodes[0].Addr
+			}
+		}
+		return ""
+	}
+	keys := map[string]bool{}
+	for _, step := range tutorialSteps {
+		f := strings.Fields(step)
+		switch strings.ToUpper(f[0]) {
+		case "XREAD", "XREADGROUP":
+			for i := range f {
+				if strings.EqualFold(f[i], "STREAMS") {
+					keys[f[i+1]] = true
+				}
+			}
+		case "XGROUP":
+			keys[f[2]] = true
+		default:
+			keys[f[1]] = true
+		}
+	}
+	// The node that leads the fewest of the tutorial's keys.
+	node, remote := "", -1
+	for _, a := range addrs {
+		n := 0
+		for k := range keys {
+			if leaderOf(k) != a {
+				n++
+			}
+		}
+		if n > remote {
+			node, remote = a, n
+		}
+	}
+	if remote == 0 {
+		t.Fatalf("every tutorial key is led by %s; nothing would be forwarded", node)
+	}
+	t.Logf("tutorial through %s: %d of %d keys led by other nodes", node, remote, len(keys))
+	ref := resptest.StartRedis(t)
+	for _, step := range tutorialSteps {
+		args := strings.Fields(step)
+		got, want := redisCLI(t, node, args...), redisCLI(t, ref, args...)
+		if got != want {
+			t.Errorf("%s\n raftstream (forwarding):\n%s\n redis-server:\n%s", step, got, want)
+		}
+	}
+}
