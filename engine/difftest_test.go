@@ -12,7 +12,7 @@ package engine_test
 //   - a first element "@now" followed by a number sets the `now` (Unix ms)
 //     passed to the engine's Exec; default diffNow.
 //
-// The group engineer's tests in this package use runDiff too.
+// The consumer-group tests in this package use runDiff too.
 
 import (
 	"bytes"
