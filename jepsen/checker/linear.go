@@ -131,20 +131,37 @@ func mergeIdmpSends(ops []*history.Op) []*history.Op {
 	return out
 }
 
-// observedOnly drops the non-ok appends whose value no read in ops shows.
+// observedOnly drops the non-ok appends whose value no read in ops shows,
+// and ends each remaining one at the return of the first read that shows
+// its value: an append a completed read observed took effect before that
+// read returned, so every linearization places it there anyway. Without
+// that bound an unknown-outcome append stays concurrent with everything
+// after its invocation, and a run with many of them exhausts the search.
 func observedOnly(ops []*history.Op) []*history.Op {
-	seen := map[string]bool{}
+	seenBy := map[string]int64{} // value → earliest return of a read showing it
 	for _, o := range ops {
 		if isRead(o) {
 			for _, e := range o.Value.Entries {
-				seen[e.Value] = true
+				if t, ok := seenBy[e.Value]; !ok || o.Return < t {
+					seenBy[e.Value] = o.Return
+				}
 			}
 		}
 	}
 	var out []*history.Op
 	for _, o := range ops {
-		if o.F.IsWrite() && o.Type != history.OK && !seen[o.Value.Value] {
-			continue
+		if o.F.IsWrite() && o.Type != history.OK {
+			t, seen := seenBy[o.Value.Value]
+			if !seen {
+				continue
+			}
+			// A read that returned before the append began is left for the
+			// search to reject.
+			if t < o.Return && t >= o.Call {
+				bounded := *o
+				bounded.Return = t
+				o = &bounded
+			}
 		}
 		out = append(out, o)
 	}

@@ -109,3 +109,26 @@ func TestLinearizableIdmpRetries(t *testing.T) {
 		wantValid(t, b.check(t, Linearizable, Options{}), Illegal, "non-linearizable", r1)
 	})
 }
+
+// An unknown-outcome append is bounded by the first read that shows it; a
+// read that showed it before it began must still be flagged.
+func TestLinearizableUnknownAppendBoundedByReads(t *testing.T) {
+	t.Run("observed unknown appends stay cheap", func(t *testing.T) {
+		var b hb
+		var want []history.Entry
+		for i := 0; i < 60; i++ {
+			v := fmt.Sprintf("u%d", i)
+			b.inv(history.Process(i%4), history.XAdd, s, &history.Value{Value: v})
+			want = append(want, history.Entry{ID: fmt.Sprintf("%d-0", i+1), Value: v})
+			b.read(9, s, want...)
+			b.done(history.Process(i%4), history.Info, nil)
+		}
+		wantValid(t, b.check(t, Linearizable, Options{LinearTimeout: 5 * time.Second}), Ok, "")
+	})
+	t.Run("seen before invoked", func(t *testing.T) {
+		var b hb
+		r1 := b.read(1, s, es("1-0", "a")...)
+		b.op(0, history.XAdd, s, history.Info, &history.Value{Value: "a"}, nil)
+		wantValid(t, b.check(t, Linearizable, Options{}), Illegal, "non-linearizable", r1)
+	})
+}
