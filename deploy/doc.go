@@ -9,7 +9,7 @@
 //	k8s/raftstream.yaml              StatefulSet + headless and client Services
 //
 // The package's tests parse the manifests and the compose files and check
-// them against the server's own flag definitions (cmd/raftstream/main.go):
+// them against the server's own flag definitions (cmd/raftstream/*.go):
 // every argument and RAFTSTREAM_* variable names a flag the server has,
 // ports agree between flags, containers, services and published ports,
 // published ports are on 127.0.0.1 only, and data lives on named volumes

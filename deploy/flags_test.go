@@ -8,6 +8,7 @@ import (
 	"go/token"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,25 +20,37 @@ import (
 // ("StringVar", "BoolVar", "Duration", …).
 type flagDefs map[string]string
 
-// serverFlags parses cmd/raftstream/main.go and returns the flags each
+// serverFlags parses cmd/raftstream's non-test files and returns the flags each
 // function defines, by function name: "parseFlags" (the server) and "health"
 // (the health subcommand). Reading the source, not `raftstream --help`,
 // keeps the test fast and free of a build.
 func serverFlags(t *testing.T) map[string]flagDefs {
 	t.Helper()
 	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, "../cmd/raftstream/main.go", nil, 0)
+	files, err := filepath.Glob("../cmd/raftstream/*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defining := map[string]int{ // method → index of the name argument
+	var decls []ast.Decl
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		decls = append(decls, f.Decls...)
+	}
+	calls := map[string][]string{} // function → functions it calls by name
+	defining := map[string]int{    // method → index of the name argument
 		"String": 0, "Int": 0, "Int64": 0, "Uint": 0, "Uint64": 0, "Bool": 0, "Duration": 0, "Float64": 0,
 		"Func": 0, "BoolFunc": 0, "TextVar": 1, "Var": 1,
 		"StringVar": 1, "IntVar": 1, "Int64Var": 1, "UintVar": 1, "Uint64Var": 1, "BoolVar": 1,
 		"DurationVar": 1, "Float64Var": 1,
 	}
 	out := map[string]flagDefs{}
-	for _, d := range f.Decls {
+	for _, d := range decls {
 		fd, ok := d.(*ast.FuncDecl)
 		if !ok || fd.Body == nil {
 			continue
@@ -47,6 +60,9 @@ func serverFlags(t *testing.T) map[string]flagDefs {
 			call, ok := n.(*ast.CallExpr)
 			if !ok {
 				return true
+			}
+			if id, isIdent := call.Fun.(*ast.Ident); isIdent {
+				calls[fd.Name.Name] = append(calls[fd.Name.Name], id.Name)
 			}
 			sel, ok := call.Fun.(*ast.SelectorExpr)
 			if !ok {
@@ -73,10 +89,22 @@ func serverFlags(t *testing.T) map[string]flagDefs {
 			out[fd.Name.Name] = defs
 		}
 	}
+	// Flags registered by helpers that a flag-defining function calls
+	// (registerSecurityFlags from parseFlags, in another file) are that
+	// function's flags too.
+	for fn, defs := range out {
+		for _, callee := range calls[fn] {
+			for name, m := range out[callee] {
+				if _, dup := defs[name]; !dup {
+					defs[name] = m
+				}
+			}
+		}
+	}
 	// Guard the parser itself: these flags are what every deployment uses.
 	for fn, want := range map[string][]string{
 		"parseFlags": {"bind", "port", "dir", "join", "bootstrap-expect", "announce", "announce-port",
-			"cluster-port", "cluster-announce-bus"},
+			"cluster-port", "cluster-announce-bus", "protected-mode"},
 		"health": {"addr", "timeout"},
 	} {
 		for _, name := range want {
