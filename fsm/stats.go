@@ -45,19 +45,22 @@ type HistSnapshot struct {
 	Sum    float64
 }
 
-// histogram is a lock-free fixed-bound histogram.
-type histogram struct {
+// Histogram is a lock-free fixed-bound histogram (also used by resp for
+// command latencies).
+type Histogram struct {
 	bounds []float64
 	counts []atomic.Uint64
 	count  atomic.Uint64
 	sum    atomic.Uint64 // float64 bits
 }
 
-func newHistogram(bounds []float64) *histogram {
-	return &histogram{bounds: bounds, counts: make([]atomic.Uint64, len(bounds))}
+// NewHistogram returns a histogram with the given ascending upper bounds.
+func NewHistogram(bounds []float64) *Histogram {
+	return &Histogram{bounds: bounds, counts: make([]atomic.Uint64, len(bounds))}
 }
 
-func (h *histogram) observe(v float64) {
+// Observe records v.
+func (h *Histogram) Observe(v float64) {
 	if i := sort.SearchFloat64s(h.bounds, v); i < len(h.counts) {
 		h.counts[i].Add(1)
 	}
@@ -70,7 +73,8 @@ func (h *histogram) observe(v float64) {
 	}
 }
 
-func (h *histogram) snapshot() HistSnapshot {
+// Snapshot reads the counts (not atomic across buckets; fine for scrapes).
+func (h *Histogram) Snapshot() HistSnapshot {
 	out := HistSnapshot{Bounds: h.bounds, Counts: make([]uint64, len(h.counts))}
 	for i := range h.counts {
 		out.Counts[i] = h.counts[i].Load()
@@ -99,16 +103,16 @@ func doubling(first float64, n int) []float64 {
 type shardStats struct {
 	rejected, entries, leaderChanges, snapshots atomic.Uint64
 	inflight                                    atomic.Int64
-	batch, commit, snapshot                     *histogram
+	batch, commit, snapshot                     *Histogram
 }
 
 // initStats sets up the histograms and counts leader changes with a Raft
 // observer whose filter does the counting and returns false: nothing is
 // ever queued on the channel, so no goroutine has to drain it.
 func (s *Shard) initStats() {
-	s.stats.batch = newHistogram(batchBounds)
-	s.stats.commit = newHistogram(latencyBounds)
-	s.stats.snapshot = newHistogram(latencyBounds)
+	s.stats.batch = NewHistogram(batchBounds)
+	s.stats.commit = NewHistogram(latencyBounds)
+	s.stats.snapshot = NewHistogram(latencyBounds)
 	s.raft.RegisterObserver(raft.NewObserver(make(chan raft.Observation), false, func(o *raft.Observation) bool {
 		if _, ok := o.Data.(raft.LeaderObservation); ok {
 			s.stats.leaderChanges.Add(1)
@@ -121,7 +125,7 @@ func (s *Shard) initStats() {
 func (s *Shard) noteBatch(cmds int) {
 	s.stats.entries.Add(1)
 	s.stats.inflight.Add(1)
-	s.stats.batch.observe(float64(cmds))
+	s.stats.batch.Observe(float64(cmds))
 }
 
 // noteApplied records the outcome of an entry proposed at since: its commit
@@ -129,7 +133,7 @@ func (s *Shard) noteBatch(cmds int) {
 func (s *Shard) noteApplied(since time.Time, err error) {
 	s.stats.inflight.Add(-1)
 	if err == nil {
-		s.stats.commit.observe(time.Since(since).Seconds())
+		s.stats.commit.Observe(time.Since(since).Seconds())
 	}
 }
 
@@ -139,7 +143,7 @@ func (s *Shard) snapshotTimed() error {
 	err := s.raft.Snapshot().Error()
 	if err == nil {
 		s.stats.snapshots.Add(1)
-		s.stats.snapshot.observe(time.Since(start).Seconds())
+		s.stats.snapshot.Observe(time.Since(start).Seconds())
 	}
 	return err
 }
@@ -154,9 +158,9 @@ func (s *Shard) Stats() Stats {
 		Entries:         s.stats.entries.Load(),
 		LeaderChanges:   s.stats.leaderChanges.Load(),
 		Snapshots:       s.stats.snapshots.Load(),
-		BatchCommands:   s.stats.batch.snapshot(),
-		CommitSeconds:   s.stats.commit.snapshot(),
-		SnapshotSeconds: s.stats.snapshot.snapshot(),
+		BatchCommands:   s.stats.batch.Snapshot(),
+		CommitSeconds:   s.stats.commit.Snapshot(),
+		SnapshotSeconds: s.stats.snapshot.Snapshot(),
 	}
 	if metas, err := s.snaps.List(); err == nil && len(metas) > 0 {
 		st.LastSnapshotBytes = metas[0].Size

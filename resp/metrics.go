@@ -7,7 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync/atomic"
+
+	"github.com/raftstream/raftstream/fsm"
 )
 
 // A tiny Prometheus text-format (0.0.4) writer: metric families of
@@ -166,41 +167,9 @@ var LatencyBuckets = func() []float64 {
 	return b
 }()
 
-// Hist is a lock-free histogram over fixed bounds, for values observed
-// inside resp (command latencies).
-type Hist struct {
-	bounds []float64
-	counts []atomic.Uint64
-	count  atomic.Uint64
-	sum    atomic.Uint64 // float64 bits
-}
+// Hist is the lock-free histogram for values observed inside resp (command
+// latencies); it is fsm's, so every series of the node is built the same way.
+type Hist = fsm.Histogram
 
 // NewHist returns a histogram with the given upper bounds (ascending).
-func NewHist(bounds []float64) *Hist {
-	return &Hist{bounds: bounds, counts: make([]atomic.Uint64, len(bounds))}
-}
-
-// Observe records v.
-func (h *Hist) Observe(v float64) {
-	if i := sort.SearchFloat64s(h.bounds, v); i < len(h.counts) {
-		h.counts[i].Add(1)
-	}
-	h.count.Add(1)
-	for {
-		old := h.sum.Load()
-		if h.sum.CompareAndSwap(old, math.Float64bits(math.Float64frombits(old)+v)) {
-			return
-		}
-	}
-}
-
-// Value returns a snapshot (not atomic across buckets; fine for scrapes).
-func (h *Hist) Value() HistogramValue {
-	out := HistogramValue{Bounds: h.bounds, Counts: make([]uint64, len(h.counts))}
-	for i := range h.counts {
-		out.Counts[i] = h.counts[i].Load()
-	}
-	out.Count = h.count.Load()
-	out.Sum = math.Float64frombits(h.sum.Load())
-	return out
-}
+func NewHist(bounds []float64) *Hist { return fsm.NewHistogram(bounds) }

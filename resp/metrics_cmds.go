@@ -83,7 +83,7 @@ func (m *cmdMetrics) collect(sc *Scrape) {
 		sc.Add("raftstream_commands_total", "Commands processed, by command name.", Counter, float64(cm.calls.Load()), l)
 		if h := cm.once.Load(); h != nil {
 			sc.Histogram("raftstream_command_duration_seconds",
-				"Time from reading a command to writing its reply (pipelined writes: until the reply is ready).", h.Value(), l)
+				"Time from reading a command to writing its reply (pipelined writes: until the reply is ready).", histValue(h.Snapshot()), l)
 		}
 	}
 }
