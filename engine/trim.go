@@ -80,7 +80,8 @@ func (s *Stream) trim(a *trimArgs) int64 {
 
 // trimInNode marks entries of the head node deleted until the strategy is
 // satisfied, returning how many it marked. As in Redis the node stays even
-// if no live entry is left in it.
+// if no live entry is left in it. Under ACKED only acknowledged entries are
+// marked; under DELREF their PEL references go too.
 func (s *Stream) trimInNode(n *node, a *trimArgs) int64 {
 	s.rax.own(n)
 	mf, off := n.masterFields(nil)
@@ -97,11 +98,14 @@ func (s *Stream) trimInNode(n *node, a *trimArgs) int64 {
 			break
 		}
 		next := n.skipEntryFrom(body, flags, len(mf))
-		if flags&itemDeleted == 0 {
+		if flags&itemDeleted == 0 && (a.policy != policyAcked || s.acked(id)) {
 			// Flags stay one byte (values 0..3), so offsets do not move.
 			n.lp = lpReplaceInt(n.lp, off, flags|itemDeleted)
 			marked++
 			s.Length--
+			if a.policy == policyDelRef {
+				s.dropRefs(id)
+			}
 		}
 		off = next
 	}

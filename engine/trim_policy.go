@@ -162,7 +162,7 @@ func (s *Stream) trimWithRefs(a *trimArgs) int64 {
 		if a.approx {
 			break
 		}
-		deleted += s.trimInNodeRefs(n, a)
+		deleted += s.trimInNode(n, a)
 		if a.policy != policyAcked {
 			break
 		}
@@ -194,39 +194,6 @@ func (s *Stream) liveIDs(n *node) []ID {
 		off = n.skipEntryFrom(body, flags, len(mf))
 	}
 	return ids
-}
-
-// trimInNodeRefs is trimInNode under DELREF or ACKED.
-func (s *Stream) trimInNodeRefs(n *node, a *trimArgs) int64 {
-	s.rax.own(n)
-	mf, off := n.masterFields(nil)
-	var marked int64
-	for n.lp[off] != lpEOF {
-		id, flags, body := n.entryHeader(off)
-		var stop bool
-		if a.strategy == trimMaxLen {
-			stop = s.Length <= uint64(a.maxLen)
-		} else {
-			stop = !id.Less(a.minID)
-		}
-		if stop {
-			break
-		}
-		next := n.skipEntryFrom(body, flags, len(mf))
-		if flags&itemDeleted == 0 && (a.policy != policyAcked || s.acked(id)) {
-			n.lp = lpReplaceInt(n.lp, off, flags|itemDeleted)
-			marked++
-			s.Length--
-			if a.policy == policyDelRef {
-				s.dropRefs(id)
-			}
-		}
-		off = next
-	}
-	if marked != 0 {
-		n.addCounts(-marked, marked)
-	}
-	return marked
 }
 
 func isPolicy(b []byte) bool { _, ok := parsePolicy(b); return ok }
