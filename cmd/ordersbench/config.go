@@ -52,6 +52,10 @@ type Config struct {
 	// DrainTimeout bounds how long consumers keep reading after production
 	// ends before the run is declared finished.
 	DrainTimeout time.Duration
+	// ConsumeAfter starts the consumers only when production has ended, so
+	// they drain a backlog of known size: consumed/s is then measured over
+	// the drain alone (the consumer-side throughput of XREADGROUP + XACK).
+	ConsumeAfter bool
 
 	// Reset deletes the streams before the run.
 	Reset bool
@@ -165,6 +169,7 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.DurationVar(&c.Block, "block", c.Block, "XREADGROUP BLOCK")
 	fs.DurationVar(&c.MinIdle, "min-idle", c.MinIdle, "XAUTOCLAIM min-idle-time for stale entries")
 	fs.DurationVar(&c.DrainTimeout, "drain-timeout", c.DrainTimeout, "how long consumers may drain after production")
+	fs.BoolVar(&c.ConsumeAfter, "consume-after", c.ConsumeAfter, "start the consumers when production ends and measure consumed/s over the drain alone")
 	fs.BoolVar(&c.Reset, "reset", c.Reset, "delete the streams before the run")
 	fs.BoolVar(&c.Verify, "verify", c.Verify, "check exactly-once consumption per group (exit 1 on loss)")
 	fs.StringVar(&c.JSONPath, "json", c.JSONPath, "write the report as JSON to this file")

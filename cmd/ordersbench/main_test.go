@@ -205,3 +205,57 @@ func TestSVGChartGapsAndEscaping(t *testing.T) {
 		t.Fatalf("NaN leaked into the SVG")
 	}
 }
+
+// TestConsumeAfterDrainsBacklog runs with -consume-after against a real
+// redis-server: the consumers start only when production has ended, drain
+// the whole backlog, and consumed/s is measured over the drain alone.
+func TestConsumeAfterDrainsBacklog(t *testing.T) {
+	addr := resptest.StartRedis(t)
+	cfg := DefaultConfig()
+	cfg.Addrs = []string{addr}
+	cfg.Partitions = 4
+	cfg.Producers = 4
+	cfg.Consumers = 2
+	cfg.Pipeline = 8
+	cfg.Duration = 0
+	cfg.Count = 4000
+	cfg.Block = 50 * time.Millisecond
+	cfg.MinIdle = 500 * time.Millisecond
+	cfg.DrainTimeout = 20 * time.Second
+	cfg.ConsumeAfter = true
+	cfg.Verify = true
+	cfg.Progress = false
+	cfg.JSONPath = filepath.Join(t.TempDir(), "out.json")
+	var stdout, stderr bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := run(ctx, cfg, &stdout, &stderr); err != nil {
+		t.Fatalf("run: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	var rep Report
+	b, err := os.ReadFile(cfg.JSONPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Totals.Produced != 4000 || rep.Verify == nil || !rep.Verify.OK {
+		t.Fatalf("produced %d, verify %+v\n%s", rep.Totals.Produced, rep.Verify, stdout.String())
+	}
+	// The consumers' window is the drain only: it starts after production.
+	if rep.ConsumeSeconds <= 0 || rep.ConsumeSeconds > rep.TotalSeconds-rep.ProduceSeconds+0.01 {
+		t.Fatalf("consume window %.3fs, total %.3fs, produce %.3fs", rep.ConsumeSeconds, rep.TotalSeconds, rep.ProduceSeconds)
+	}
+	for _, g := range rep.Totals.Groups {
+		if g.Delivered < 4000 {
+			t.Errorf("group %s delivered %d of 4000", g.Group, g.Delivered)
+		}
+		if want := float64(g.Delivered) / rep.ConsumeSeconds; math.Abs(g.PerSec-want) > 1e-6*want {
+			t.Errorf("group %s per_sec %.1f, want %.1f (over the drain)", g.Group, g.PerSec, want)
+		}
+	}
+	if !strings.Contains(stdout.String(), "consumers started after production") {
+		t.Errorf("table does not say the consumers started late:\n%s", stdout.String())
+	}
+}

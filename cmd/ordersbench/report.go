@@ -38,9 +38,11 @@ type GroupTotal struct {
 	Group string `json:"group"`
 	// Delivered counts this run's orders delivered (with redeliveries);
 	// Foreign entries of other runs found in the streams.
-	Delivered uint64  `json:"delivered"`
-	Foreign   uint64  `json:"foreign"`
-	PerSec    float64 `json:"per_sec"`
+	Delivered uint64 `json:"delivered"`
+	Foreign   uint64 `json:"foreign"`
+	// PerSec is Delivered over the consumers' time: the whole run, or the
+	// drain alone with ConsumeAfter.
+	PerSec float64 `json:"per_sec"`
 	// E2E is produce (ts_ns, taken just before the XADD pipeline is sent)
 	// to XACK reply.
 	E2E Latency `json:"e2e"`
@@ -57,10 +59,12 @@ type RunConfig struct {
 	Groups     []string `json:"groups"`
 	DurationS  float64  `json:"duration_s"`
 	Count      int64    `json:"count"`
-	Rate       float64  `json:"rate"`
-	MaxLen     int64    `json:"maxlen"`
-	ValueSize  int      `json:"value_size"`
-	Seed       uint64   `json:"seed"`
+	// ConsumeAfter: the consumers started when production ended.
+	ConsumeAfter bool    `json:"consume_after"`
+	Rate         float64 `json:"rate"`
+	MaxLen       int64   `json:"maxlen"`
+	ValueSize    int     `json:"value_size"`
+	Seed         uint64  `json:"seed"`
 }
 
 // Report is the result of a run: the JSON document, the table and the HTML
@@ -68,8 +72,11 @@ type RunConfig struct {
 type Report struct {
 	Config    RunConfig `json:"config"`
 	StartedAt string    `json:"started_at"`
-	// ProduceSeconds is the production phase; TotalSeconds includes the drain.
+	// ProduceSeconds is the production phase; TotalSeconds includes the
+	// drain; ConsumeSeconds is the consumers' time (TotalSeconds, or the
+	// drain alone with ConsumeAfter).
 	ProduceSeconds float64 `json:"produce_seconds"`
+	ConsumeSeconds float64 `json:"consume_seconds"`
 	TotalSeconds   float64 `json:"total_seconds"`
 	Totals         struct {
 		Produced      uint64       `json:"produced"`
@@ -84,14 +91,15 @@ type Report struct {
 	Verify        *Verdict  `json:"verify,omitempty"`
 }
 
-func buildReport(cfg *Config, st *Stats, start, prodEnd, end time.Time, errs []string) *Report {
+func buildReport(cfg *Config, st *Stats, start, prodEnd, consStart, end time.Time, errs []string) *Report {
 	r := &Report{
 		Config: RunConfig{Addrs: cfg.Addrs, Cluster: cfg.Cluster, Partitions: cfg.Partitions, Producers: cfg.Producers,
 			Pipeline: cfg.Pipeline, Consumers: cfg.Consumers, Groups: cfg.Groups, DurationS: cfg.Duration.Seconds(),
-			Count: cfg.Count, Rate: cfg.Rate, MaxLen: cfg.MaxLen, ValueSize: cfg.ValueSize, Seed: cfg.Seed},
+			Count: cfg.Count, ConsumeAfter: cfg.ConsumeAfter, Rate: cfg.Rate, MaxLen: cfg.MaxLen, ValueSize: cfg.ValueSize, Seed: cfg.Seed},
 		StartedAt:      start.UTC().Format(time.RFC3339),
 		ProduceSeconds: prodEnd.Sub(start).Seconds(),
 		TotalSeconds:   end.Sub(start).Seconds(),
+		ConsumeSeconds: end.Sub(consStart).Seconds(),
 		Timeline:       st.Timeline,
 		Errors:         errs,
 	}
@@ -107,13 +115,13 @@ func buildReport(cfg *Config, st *Stats, start, prodEnd, end time.Time, errs []s
 	for gi, g := range cfg.Groups {
 		gt := GroupTotal{Group: g, Delivered: tot.msgs[gi], Foreign: tot.foreign[gi],
 			E2E: summarize("e2e "+g, tot.e2e[gi], 0, 0)}
-		if r.TotalSeconds > 0 {
-			gt.PerSec = float64(tot.msgs[gi]) / r.TotalSeconds
+		if r.ConsumeSeconds > 0 {
+			gt.PerSec = float64(tot.msgs[gi]) / r.ConsumeSeconds
 		}
 		r.Totals.Groups = append(r.Totals.Groups, gt)
 	}
 	for o := range numOps {
-		secs := r.TotalSeconds
+		secs := r.ConsumeSeconds
 		if o == opXAdd {
 			secs = r.ProduceSeconds
 		}
@@ -155,6 +163,9 @@ func writeTable(w io.Writer, r *Report) {
 	fmt.Fprintf(w, "ordersbench %s: %d producers (pipeline %d), %d partitions, groups %s × %d consumers, produced for %.2fs, total %.2fs\n",
 		strings.Join(c.Addrs, ","), c.Producers, c.Pipeline, c.Partitions, strings.Join(c.Groups, ","), c.Consumers,
 		r.ProduceSeconds, r.TotalSeconds)
+	if c.ConsumeAfter {
+		fmt.Fprintf(w, "consumers started after production: drained for %.2fs\n", r.ConsumeSeconds)
+	}
 	fmt.Fprintf(w, "produced %d orders (%.0f/s), %d errors\n", r.Totals.Produced, r.Totals.ProducePerSec, r.Totals.ProduceErrors)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "op\tcount\terrors\tops/s\tp50\tp99\tp99.9\tmax\t")

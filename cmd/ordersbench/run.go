@@ -178,12 +178,18 @@ func run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	defer stopConsumers()
 	var draining atomic.Bool
 	var rwg sync.WaitGroup
-	for i, r := range readers {
-		r.client, r.stats, r.errs = clients[i%len(clients)], stats.Shard(r.gi), errs
-		rwg.Go(func() { r.loop(consCtx, &draining) })
-	}
 	readersDone := make(chan struct{})
-	go func() { rwg.Wait(); close(readersDone) }()
+	startReaders := func() {
+		for i, r := range readers {
+			r.client, r.stats, r.errs = clients[i%len(clients)], stats.Shard(r.gi), errs
+			rwg.Go(func() { r.loop(consCtx, &draining) })
+		}
+		go func() { rwg.Wait(); close(readersDone) }()
+	}
+	consStart := start
+	if !cfg.ConsumeAfter {
+		startReaders()
+	}
 
 	stopHarvest := startHarvester(&cfg, stats, stderr, &draining)
 	var deadline time.Time
@@ -203,6 +209,10 @@ func run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 
 	// 4. Drain: consumers finish what was produced, bounded by DrainTimeout.
 	draining.Store(true)
+	if cfg.ConsumeAfter {
+		consStart = time.Now()
+		startReaders()
+	}
 	drainTimedOut := len(readers) > 0 && !waitDrain(ctx, cfg.DrainTimeout, readersDone)
 	stopConsumers()
 	<-readersDone
@@ -211,7 +221,7 @@ func run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	stats.Harvest(end)
 
 	// 5. Verify and report.
-	rep := buildReport(&cfg, stats, start, prodEnd, end, errs.Summary())
+	rep := buildReport(&cfg, stats, start, prodEnd, consStart, end, errs.Summary())
 	rep.DrainTimedOut = drainTimedOut
 	if cfg.Verify {
 		vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
