@@ -47,5 +47,5 @@ require (
 	github.com/tidwall/match v1.1.1 // indirect
 	go.yaml.in/yaml/v3 v3.0.5
 	golang.org/x/net v0.57.0 // indirect
-	golang.org/x/sys v0.47.0 // indirect
+	golang.org/x/sys v0.47.0
 )

@@ -98,12 +98,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return report.ExitUnknown
 	}
+	// the namespaces are made for the nodes the run will start: a profile's
+	// count unless -nodes is given
+	nsNodes := cfg.Nodes
+	if *profile != "" {
+		nsNodes = 3
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "nodes" {
+				nsNodes = cfg.Nodes
+			}
+		})
+	}
 	switch *driver {
 	case "local":
 	case "netns":
-		return runNetns(args, cfg.Nodes, stdout, stderr)
+		return runNetns(args, nsNodes, stdout, stderr)
 	case netnsInner:
-		cfg.Netns = &netns.Net{Prefix: netnsPrefix, Nodes: cfg.Nodes}
+		cfg.Netns = &netns.Net{Prefix: netnsPrefix, Nodes: nsNodes}
 	default:
 		fmt.Fprintf(stderr, "jepsen: unknown -driver %q\n", *driver)
 		return report.ExitUnknown

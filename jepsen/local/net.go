@@ -25,14 +25,17 @@ func NewNet() *Net { return &Net{links: map[Link]*Proxy{}} }
 
 // Add creates the proxy of link from→to forwarding to target and returns
 // the address from must dial to reach to.
-func (n *Net) Add(from, to, target string) (string, error) {
+func (n *Net) Add(from, to, target string) (string, error) { return n.AddIn(nil, from, to, target) }
+
+// AddIn is Add with the link's proxy inside env (from's network namespace).
+func (n *Net) AddIn(env Env, from, to, target string) (string, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	l := Link{from, to}
 	if _, ok := n.links[l]; ok {
 		return "", fmt.Errorf("link %s→%s exists", from, to)
 	}
-	p, err := NewProxy("127.0.0.1:0", target)
+	p, err := NewProxyIn(env, "127.0.0.1:0", target)
 	if err != nil {
 		return "", err
 	}

@@ -43,6 +43,7 @@ func (m Mode) String() string {
 type Proxy struct {
 	ln     net.Listener
 	target string
+	env    Env // where the listener was made and the target is dialed; nil: here
 
 	mu      sync.Mutex
 	mode    Mode
@@ -77,12 +78,35 @@ func (cn *conn) reset() {
 
 // NewProxy listens on listen (use "127.0.0.1:0" for a free port) and
 // forwards to target, starting in Pass mode.
-func NewProxy(listen, target string) (*Proxy, error) {
-	ln, err := net.Listen("tcp", listen)
+func NewProxy(listen, target string) (*Proxy, error) { return NewProxyIn(nil, listen, target) }
+
+// Env runs f in a network environment (a network namespace: see
+// jepsen/netns), so that the sockets f creates belong to it. A nil Env runs
+// f as it is.
+type Env func(f func() error) error
+
+func (e Env) do(f func() error) error {
+	if e == nil {
+		return f()
+	}
+	return e(f)
+}
+
+// NewProxyIn is NewProxy with the listener made, and the target dialed,
+// inside env: a proxy in a node's network namespace listens on that
+// namespace's loopback and reaches the target from the node's own address,
+// so the target sees the node as the peer (and packet filters keyed on
+// the node's address still apply).
+func NewProxyIn(env Env, listen, target string) (*Proxy, error) {
+	var ln net.Listener
+	err := env.do(func() (err error) {
+		ln, err = net.Listen("tcp", listen)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{ln: ln, target: target, changed: make(chan struct{}), conns: map[*conn]struct{}{}}
+	p := &Proxy{ln: ln, target: target, env: env, changed: make(chan struct{}), conns: map[*conn]struct{}{}}
 	p.wg.Add(1)
 	go p.accept()
 	return p, nil
@@ -168,7 +192,11 @@ func (p *Proxy) serve(c *net.TCPConn) {
 		cn.reset()
 		return
 	}
-	s, err := net.DialTimeout("tcp", p.target, 5*time.Second)
+	var s net.Conn
+	err := p.env.do(func() (err error) {
+		s, err = net.DialTimeout("tcp", p.target, 5*time.Second)
+		return err
+	})
 	if err != nil {
 		cn.reset() // the target is down: the client sees its connection refused
 		return

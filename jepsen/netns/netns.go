@@ -19,7 +19,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // Subnet is the /24 the driver uses.
@@ -102,6 +105,52 @@ func Setup(prefix string, nodes int) (*Net, error) {
 		}
 	}
 	return n, nil
+}
+
+// In runs f on an OS thread switched into namespace ns, so that the
+// sockets f creates (listeners, dials) live in ns; they stay there when the
+// thread switches back. The thread returns to its own namespace afterwards,
+// or, if that fails, ends with the goroutine (it is never reused in ns).
+// Needs root. f must not start goroutines that create sockets.
+func In(ns string, f func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		errc <- in(ns, f)
+	}()
+	return <-errc
+}
+
+func in(ns string, f func() error) error {
+	self, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
+	if err != nil {
+		return err
+	}
+	defer self.Close()
+	target, err := os.Open("/var/run/netns/" + ns)
+	if err != nil {
+		return err
+	}
+	defer target.Close()
+	if err := setns(target.Fd()); err != nil {
+		return fmt.Errorf("setns %s: %w", ns, err)
+	}
+	ferr := f()
+	if err := setns(self.Fd()); err == nil {
+		runtime.UnlockOSThread() // back home: the thread may be reused
+	}
+	return ferr
+}
+
+func setns(fd uintptr) error { return unix.Setns(int(fd), unix.CLONE_NEWNET) }
+
+// Env is In for node i's namespace (i from 1; 0 is the ctl namespace).
+func (n *Net) Env(i int) func(func() error) error {
+	ns := n.Ctl()
+	if i > 0 {
+		ns = n.NS(i)
+	}
+	return func(f func() error) error { return In(ns, f) }
 }
 
 // Command returns cmd run inside namespace ns.

@@ -1,10 +1,13 @@
 package netns
 
 import (
+	"net"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/raftstream/raftstream/jepsen/local"
 )
 
 // TestPartitionInsideNamespaces builds 2 node namespaces and the ctl one,
@@ -77,5 +80,92 @@ func TestSetupRejectsBadInput(t *testing.T) {
 	n := &Net{Prefix: "rsj", Nodes: 3}
 	if n.IP(0) != "10.77.0.2" || n.IP(3) != "10.77.0.13" || n.NS(2) != "rsjn2" || n.Ctl() != "rsjctl" {
 		t.Errorf("names %s %s %s %s", n.IP(0), n.IP(3), n.NS(2), n.Ctl())
+	}
+}
+
+// TestProxyInsideNamespace: a link proxy made with In/Env lives in node 2's
+// namespace: it listens on that namespace's loopback (unreachable from the
+// root namespace), reaches redis-server in n1 from n2's own address (so n1
+// sees 10.77.0.12 as the peer, which the nftables partitions key on), and a
+// partition between n1 and n2 cuts the proxied link too.
+func TestProxyInsideNamespace(t *testing.T) {
+	if err := Available(); err != nil {
+		t.Skip("network namespaces unavailable: ", err)
+	}
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server not installed")
+	}
+	n, err := Setup("rsjp", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Cleanup)
+	srv := Command(n.NS(1), "redis-server", "--bind", n.IP(1), "--port", "6391", "--save", "", "--appendonly", "no", "--protected-mode", "no")
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Process.Kill(); _ = srv.Wait() })
+	p, err := local.NewProxyIn(n.Env(2), "127.0.0.1:0", net.JoinHostPort(n.IP(1), "6391"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	if c, err := net.DialTimeout("tcp", p.Addr(), 300*time.Millisecond); err == nil {
+		c.Close()
+		t.Fatal("the proxy in n2 is reachable from the root namespace")
+	}
+	// call sends one command through the proxy, dialing from inside n2.
+	call := func(cmd string) (string, error) {
+		var reply string
+		err := In(n.NS(2), func() error {
+			c, err := net.DialTimeout("tcp", p.Addr(), time.Second)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(time.Second))
+			if _, err := c.Write([]byte(cmd + "\r\n")); err != nil {
+				return err
+			}
+			buf := make([]byte, 4096)
+			k, err := c.Read(buf)
+			reply = string(buf[:k])
+			return err
+		})
+		return reply, err
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		r, err := call("PING")
+		if err == nil && r == "+PONG\r\n" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no PONG through the proxy: %q %v", r, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	r, err := call("CLIENT LIST")
+	if err != nil || !strings.Contains(r, "addr="+n.IP(2)+":") {
+		t.Fatalf("n1 does not see the proxied client as n2: %q %v", r, err)
+	}
+	if err := n.Partition([]int{1}, []int{2}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := call("PING"); err == nil && r == "+PONG\r\n" {
+		t.Fatal("the proxied link crosses the partition")
+	}
+	if err := n.Heal(); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(5 * time.Second)
+	for {
+		if r, err := call("PING"); err == nil && r == "+PONG\r\n" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the proxied link did not come back after the heal")
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

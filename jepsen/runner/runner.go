@@ -67,9 +67,6 @@ var AllFaults = []string{FaultStall, FaultDelay, FaultReset, FaultBlackhole, Fau
 // dockerFaults are the faults the external (docker) driver can inject.
 var dockerFaults = []string{FaultKill, FaultPause, FaultPartitionOne, FaultPartitionLeader, FaultLeaderPause}
 
-// proxyOnlyFaults need the local driver's per-link bus proxies.
-var proxyOnlyFaults = []string{FaultBusStall, FaultBusBlackhole, FaultBusDelay, FaultBusReset, FaultOneWay, FaultLinkDelay}
-
 // DefaultArgs are the raftstream arguments for nodes started by the runner.
 func DefaultArgs(nodes int) []string {
 	a := "--port {port} --dir {dir} --debug-clock-offset {clock}"
@@ -149,13 +146,6 @@ func (c *Config) Validate() error {
 			}
 		default:
 			return fmt.Errorf("runner: unknown fault %q", f)
-		}
-	}
-	if c.Netns != nil {
-		for _, f := range c.Faults {
-			if slices.Contains(proxyOnlyFaults, f) {
-				return fmt.Errorf("runner: fault %q needs the local driver's per-link proxies", f)
-			}
 		}
 	}
 	if c.Docker != nil {

@@ -71,7 +71,8 @@ func startNodes(cfg Config, log *slog.Logger) (*system, error) {
 			args := append([]string(nil), cfg.Args...)
 			if cfg.Netns != nil { // the node runs in its namespace, on its IP
 				host, port, busPort, bin = cfg.Netns.IP(i+1), 6379, 16379, "ip"
-				args = append([]string{"netns", "exec", cfg.Netns.NS(i + 1), cfg.Bin}, append(args, "--bind", host)...)
+				// the namespaces are private to the run: no password needed
+				args = append([]string{"netns", "exec", cfg.Netns.NS(i + 1), cfg.Bin}, append(args, "--bind", host, "--protected-mode=false")...)
 			}
 			busAddr := net.JoinHostPort(host, strconv.Itoa(busPort))
 			bus = append(bus, busAddr)
@@ -84,17 +85,21 @@ func startNodes(cfg Config, log *slog.Logger) (*system, error) {
 					"n": strconv.Itoa(count), "clock": "0s", "dialmap": ""}})
 		}
 		// One proxy per directed bus link; node i dials them via its dial map.
+		// With the netns driver the proxies of node i's links live in its
+		// namespace (listening on its loopback, dialing from its address), so
+		// the nftables partitions, keyed on node addresses, still apply.
+		s.ns = cfg.Netns
 		for i, n := range s.nodes {
-			if cfg.Netns != nil {
-				s.ns = cfg.Netns
-				break
+			var env local.Env
+			if s.ns != nil {
+				env = s.ns.Env(i + 1)
 			}
 			var dm []string
 			for j, m := range s.nodes {
 				if i == j {
 					continue
 				}
-				a, err := s.net.Add(n.Name, m.Name, bus[j])
+				a, err := s.net.AddIn(env, n.Name, m.Name, bus[j])
 				if err != nil {
 					s.close()
 					return nil, err
