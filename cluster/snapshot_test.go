@@ -2,8 +2,11 @@ package cluster
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
 )
 
 // TestSnapshotSchedulerPicksMostBehindShard drives the scheduler by hand:
@@ -46,32 +49,43 @@ func TestSnapshotSchedulerPicksMostBehindShard(t *testing.T) {
 }
 
 // TestFollowerCatchesUpFromSnapshot: a follower that was down while the
-// leader snapshotted and truncated its log is brought back by snapshot
-// install, with every write.
+// leader snapshotted and truncated its log past the follower's last entry
+// is brought back by snapshot install, with every write.
 func TestFollowerCatchesUpFromSnapshot(t *testing.T) {
+	const trailing = 5
 	tc := startCluster(t, 3, 1, func(c *Config) {
 		c.SnapshotThreshold = 10
 		c.SnapshotInterval = time.Hour // snapshots taken by hand below
-		c.TrailingLogs = 5
+		c.TrailingLogs = trailing
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
-	var follower int
+	follower := -1
 	for i, n := range tc.nodes {
-		if st, _ := n.ShardStatus(0); st.Role != "leader" {
+		if st, ok := n.ShardStatus(0); ok && st.Role == "follower" {
 			follower = i
 		}
 	}
+	if follower < 0 {
+		t.Fatal("no follower of shard 0")
+	}
 	cfg := tc.cfgs[follower]
+	fr := tc.nodes[follower].shard(0).s.Raft()
 	if err := tc.nodes[follower].Close(); err != nil {
 		t.Fatal(err)
 	}
+	// Read once the follower is down: nothing can reach its log any more.
+	followerLast := raftStat(t, fr, "last_log_index")
 	tc.nodes[follower] = nil
 	for i := 1; i <= 60; i++ {
 		if err := tc.submitFollowing(ctx, 0, i); err != nil {
 			t.Fatal(err)
 		}
 	}
+	// Both live replicas snapshot by hand. Raft then deletes its log up to
+	// min(snapshot index, last index - TrailingLogs); that must reach past
+	// the entry the follower needs next, or it could catch up by append.
+	var snapIdx uint64
 	for _, n := range tc.nodes {
 		if n == nil {
 			continue
@@ -79,10 +93,17 @@ func TestFollowerCatchesUpFromSnapshot(t *testing.T) {
 		if s, err := n.snapshotOnce(); s != 0 || err != nil {
 			t.Fatalf("snapshotOnce = %d, %v", s, err)
 		}
-		if first := n.shard(0).s.Raft().Stats()["last_snapshot_index"]; first == "0" {
-			t.Fatal("no snapshot")
+		r := n.shard(0).s.Raft()
+		snap, last := raftStat(t, r, "last_snapshot_index"), raftStat(t, r, "last_log_index")
+		if last <= trailing || min(snap, last-trailing) <= followerLast {
+			t.Fatalf("node %s: snapshot %d, last index %d: log kept from %d, follower stopped at %d",
+				n.ID(), snap, last, min(snap, last-trailing)+1, followerLast)
+		}
+		if snapIdx == 0 || snap < snapIdx {
+			snapIdx = snap
 		}
 	}
+	t.Logf("follower stopped at index %d; live replicas snapshotted at >= %d (trailing %d)", followerLast, snapIdx, trailing)
 	n, err := Open(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -94,9 +115,40 @@ func TestFollowerCatchesUpFromSnapshot(t *testing.T) {
 	if err := waitStale(ctx, n, 0, 60); err != nil {
 		t.Fatal(err)
 	}
-	// It got there by snapshot install: it now holds a snapshot it never
-	// took itself (its scheduler interval is an hour).
-	if idx := n.shard(0).s.Raft().Stats()["last_snapshot_index"]; idx == "0" {
-		t.Fatal("follower caught up without a snapshot install")
+	if got, err := readEntries(ctx, n, 0, true); err != nil || got != 60 {
+		t.Fatalf("restarted follower reads %d, %v; want 60", got, err)
 	}
+	// It got there by snapshot install: it now holds a snapshot at least as
+	// new as the ones taken while it was down, and never took one itself
+	// (its scheduler interval is an hour). Raft records the installed
+	// snapshot just after the FSM restore that made the data visible, so
+	// wait (bounded) for that bookkeeping; a follower that caught up by
+	// append never gets there.
+	r := n.shard(0).s.Raft()
+	visible := time.Now()
+	deadline := visible.Add(10 * time.Second)
+	late := raftStat(t, r, "last_snapshot_index") < snapIdx
+	for raftStat(t, r, "last_snapshot_index") < snapIdx {
+		if time.Now().After(deadline) {
+			t.Fatalf("follower caught up without a snapshot install (last_snapshot_index %d, want >= %d)",
+				raftStat(t, r, "last_snapshot_index"), snapIdx)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if late {
+		t.Logf("install recorded %v after the data was visible", time.Since(visible))
+	}
+	if taken := n.shard(0).s.Stats().Snapshots; taken != 0 {
+		t.Fatalf("follower took %d snapshots itself", taken)
+	}
+}
+
+// raftStat reads a numeric field of r's stats.
+func raftStat(t *testing.T, r *raft.Raft, key string) uint64 {
+	t.Helper()
+	v, err := strconv.ParseUint(r.Stats()[key], 10, 64)
+	if err != nil {
+		t.Fatalf("raft stat %s: %v", key, err)
+	}
+	return v
 }
