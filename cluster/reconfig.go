@@ -487,11 +487,23 @@ func (n *Node) ctrlJoinAny(mb Member) (*Membership, error) {
 // controller leader accepts. It returns once accepted; the drain proceeds
 // asynchronously (watch CLUSTER NODES).
 func RequestRemove(ctx context.Context, bus, id string, timeout time.Duration) error {
+	return RequestRemoveTLS(ctx, bus, id, timeout, nil)
+}
+
+// RequestRemoveTLS is RequestRemove for a cluster whose bus is mutual TLS:
+// bt (a certificate of the cluster CA) is presented on every connection.
+// nil dials plaintext.
+func RequestRemoveTLS(ctx context.Context, bus, id string, timeout time.Duration, bt *BusTLS) error {
 	call := func(addr string, req rpcRequest) (rpcResponse, error) {
 		d := net.Dialer{Timeout: timeout}
 		c, err := d.DialContext(ctx, "tcp", addr)
 		if err != nil {
 			return rpcResponse{}, err
+		}
+		if bt != nil {
+			if c, err = bt.client(c, timeout); err != nil {
+				return rpcResponse{}, err
+			}
 		}
 		defer c.Close()
 		_ = c.SetDeadline(time.Now().Add(timeout))

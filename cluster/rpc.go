@@ -189,13 +189,28 @@ func (n *Node) form(ctx context.Context) (*Membership, error) {
 		}
 		slices.Sort(addrs)
 		addrs = slices.Compact(addrs)
+		// A certificate refused on every peer does not heal by retrying:
+		// the node was given the wrong certificate or CA. Stop with that
+		// error instead of waiting forever (one bad address among good
+		// ones is only logged: it may be the misconfigured node).
+		peers, certRefused := 0, 0
+		var certErr error
 		for _, a := range addrs {
 			if a == n.self.Bus {
 				continue
 			}
+			peers++
 			cctx, cancel := context.WithTimeout(ctx, time.Second)
 			res, err := n.call(cctx, a, rpcRequest{Op: "hello", From: n.self, Known: n.disc.list()})
 			cancel()
+			if err != nil && IsCertError(err) {
+				certRefused++
+				certErr = fmt.Errorf("cluster: joining through %s: %w", a, asCertError(err))
+				if attempt%50 == 0 {
+					n.log.Warn("formation: cluster bus certificate refused", "addr", a, "err", err)
+				}
+				continue
+			}
 			if err != nil {
 				if attempt%50 == 0 {
 					n.log.Info("formation: peer not reachable yet", "addr", a, "err", err)
@@ -216,6 +231,9 @@ func (n *Node) form(ctx context.Context) (*Membership, error) {
 			}
 			n.disc.merge(res.Self)
 			n.disc.merge(res.Known...)
+		}
+		if peers > 0 && certRefused == peers && attempt >= 2 {
+			return nil, certErr
 		}
 		known := n.disc.list()
 		switch {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -68,9 +69,53 @@ func (t *BusTLS) verify(usage x509.ExtKeyUsage) func([][]byte, [][]*x509.Certifi
 		for _, c := range certs[1:] {
 			inter.AddCert(c)
 		}
-		_, err := certs[0].Verify(x509.VerifyOptions{Roots: t.ca, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{usage}})
+		if _, err := certs[0].Verify(x509.VerifyOptions{Roots: t.ca, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{usage}}); err != nil {
+			return &CertError{Err: err}
+		}
+		return nil
+	}
+}
+
+// CertError is a cluster bus TLS handshake that failed on a certificate:
+// the peer's is not signed by this node's cluster CA, or the peer refused
+// this node's. Unlike a refused or timed-out connection it does not heal by
+// retrying: the node's --tls-cert-file or --tls-ca-cert-file is wrong.
+type CertError struct{ Err error }
+
+func (e *CertError) Error() string {
+	return "cluster TLS: certificate not accepted (is this node's certificate signed by the cluster CA, and is --tls-ca-cert-file the cluster CA?): " + e.Err.Error()
+}
+
+func (e *CertError) Unwrap() error { return e.Err }
+
+// asCertError returns err as a *CertError if IsCertError(err) (a refusal
+// by the peer gets the same hint as one by this node), else err.
+func asCertError(err error) error {
+	var ce *CertError
+	if errors.As(err, &ce) || !IsCertError(err) {
 		return err
 	}
+	return &CertError{Err: err}
+}
+
+// IsCertError reports whether err is a certificate failure on the bus:
+// this node refused the peer's certificate (CertError), or the peer
+// refused this node's (a TLS alert about the certificate; under TLS 1.3 the
+// client learns of it on its first read after the handshake).
+func IsCertError(err error) bool {
+	var ce *CertError
+	if errors.As(err, &ce) {
+		return true
+	}
+	// A received alert surfaces as net.OpError{Op: "remote error"} around
+	// crypto/tls's unexported alert type: "tls: bad certificate", "tls:
+	// unknown certificate authority", "tls: certificate required", ...
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Op == "remote error" && oe.Err != nil {
+		m := oe.Err.Error()
+		return strings.Contains(m, "certificate") || strings.Contains(m, "access denied")
+	}
+	return false
 }
 
 // server runs the server side of the handshake on an accepted connection
