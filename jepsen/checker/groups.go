@@ -25,9 +25,11 @@ import (
 //     delivered by `>` reads that returned before this one began
 //     (last-delivered-id never moves backwards).
 //   - never-delivered: when the history has a final window (a last heal)
-//     every acknowledged write on the stream was delivered to the group by
-//     some ok read or claim, or is listed pending. Without a final window
-//     this part is Unknown. With Options.Trims, writes missing from the
+//     in which an ok XREADGROUP `>` returned nothing (the group was
+//     drained), every write on the stream acknowledged before that read
+//     began was delivered to the group by some ok read or claim, or is
+//     listed pending. Without a final window or such a read this part is
+//     Unknown. With Options.Trims, writes missing from the
 //     stream's final read are skipped (they may have been trimmed).
 func Groups(in *Input) Result {
 	type gk struct{ key, group string }
@@ -78,7 +80,13 @@ func Groups(in *Input) Result {
 				continue
 			}
 		}
-		as = append(as, gs.neverDelivered(writes[g.key], fin)...)
+		drain := gs.drain(in.LastHeal)
+		if drain == nil {
+			unknown = true
+			notes = append(notes, fmt.Sprintf("%s/%s: no ok XREADGROUP > returned nothing after the final heal (the group was not drained): eventual delivery not judged", g.key, g.group))
+			continue
+		}
+		as = append(as, gs.neverDelivered(writes[g.key], fin, drain)...)
 	}
 	if in.LastHeal < 0 && len(order) > 0 {
 		notes = append(notes, "no final heal: eventual delivery not judged")
@@ -255,7 +263,20 @@ func (g *groupState) position() []Anomaly {
 	return as
 }
 
-func (g *groupState) neverDelivered(writes []*history.Op, fin *history.Op) []Anomaly {
+// drain returns the last ok XREADGROUP `>` invoked after the final heal
+// that returned no entries (nothing was left to deliver when it ran), or
+// nil.
+func (g *groupState) drain(lastHeal int64) *history.Op {
+	var d *history.Op
+	for _, o := range g.fresh {
+		if o.Call >= lastHeal && len(o.Value.Entries) == 0 && (d == nil || o.Call > d.Call) {
+			d = o
+		}
+	}
+	return d
+}
+
+func (g *groupState) neverDelivered(writes []*history.Op, fin, drain *history.Op) []Anomaly {
 	inFinal := map[string]bool{}
 	if fin != nil {
 		for _, e := range fin.Value.Entries {
@@ -266,7 +287,7 @@ func (g *groupState) neverDelivered(writes []*history.Op, fin *history.Op) []Ano
 	done := map[string]bool{}
 	for _, w := range writes {
 		v := w.Value.Value
-		if g.seen[v] || done[v] || (fin != nil && !inFinal[v]) || g.listedPending(w.Value.ID) {
+		if g.seen[v] || done[v] || w.Return >= drain.Call || (fin != nil && !inFinal[v]) || g.listedPending(w.Value.ID) {
 			continue
 		}
 		done[v] = true

@@ -99,6 +99,27 @@ func TestGroupsBad(t *testing.T) {
 		b.deliver(1, "c1", ">")
 		wantValid(t, b.check(t, Groups, Options{}), Illegal, "never-delivered", w)
 	})
+	t.Run("an undrained group is unknown", func(t *testing.T) {
+		// The final drain failed (TRYAGAIN while a replica moved): the
+		// write may still be delivered, so nothing is proven.
+		var b hb
+		b.add1(0, s, "a", "1-0")
+		b.nemesis(history.Heal, "")
+		b.add1(0, s, "b", "2-0")
+		b.deliver(1, "c1", ">", es("1-0", "a")...)
+		b.op(1, history.XReadGroup, s, history.Fail, gv("c1", ">"), nil)
+		wantValid(t, b.check(t, Groups, Options{}), Unknown, "")
+		b.deliver(1, "c1", ">") // drained: "b" was acknowledged before, and never came
+		wantValid(t, b.check(t, Groups, Options{}), Illegal, "never-delivered", 3)
+	})
+	t.Run("a write acknowledged after the drain began is not judged", func(t *testing.T) {
+		var b hb
+		b.nemesis(history.Heal, "")
+		b.inv(1, history.XReadGroup, s, gv("c1", ">"))
+		b.add1(0, s, "a", "1-0")
+		b.done(1, history.OK, &history.Value{})
+		wantValid(t, b.check(t, Groups, Options{}), Ok, "")
+	})
 	t.Run("no final heal is unknown", func(t *testing.T) {
 		var b hb
 		b.add1(0, s, "a", "1-0")

@@ -17,8 +17,9 @@ const idmpAttempts = 5
 // same producer and iid, while the outcome is unknown (up to idmpAttempts
 // sends). Each send is its own xadd-idmp operation in the history; the
 // checkers then hold the stream to "every logical message at most once, and
-// exactly once if any send was acknowledged" (duplicates, lost, ids).
-func (wl *Workload) xaddIdmp(ctx context.Context, pr *proc, k string) {
+// exactly once if any send was acknowledged" (duplicates, lost, ids). It
+// reports whether a send was acknowledged.
+func (wl *Workload) xaddIdmp(ctx context.Context, pr *proc, k string) bool {
 	pr.n++
 	val := fmt.Sprintf("%d-%d", pr.p, pr.n)
 	pid, iid := fmt.Sprintf("p%d", pr.p), strconv.Itoa(pr.n)
@@ -27,7 +28,7 @@ func (wl *Workload) xaddIdmp(ctx context.Context, pr *proc, k string) {
 			select {
 			case <-time.After(retryPause * time.Duration(1<<a)):
 			case <-ctx.Done():
-				return
+				return false
 			}
 		}
 		in := &history.Value{Value: val, Producer: pid, IID: iid}
@@ -36,7 +37,8 @@ func (wl *Workload) xaddIdmp(ctx context.Context, pr *proc, k string) {
 		id, perr := str(r)
 		ev := wl.complete(inv, &history.Value{Value: val, Producer: pid, IID: iid, ID: id}, err, perr)
 		if ev.Type == history.OK {
-			return
+			return true
 		}
 	}
+	return false
 }

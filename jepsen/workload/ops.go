@@ -19,25 +19,27 @@ func (wl *Workload) complete(inv history.Event, v *history.Value, err, perr erro
 	return wl.w.Complete(inv, v, err)
 }
 
-func (wl *Workload) xadd(ctx context.Context, pr *proc, k string) {
+// Each operation reports whether its outcome is ok.
+
+func (wl *Workload) xadd(ctx context.Context, pr *proc, k string) bool {
 	pr.n++
 	val := fmt.Sprintf("%d-%d", pr.p, pr.n)
 	inv := wl.w.Invoke(pr.p, history.XAdd, k, &history.Value{Value: val})
 	r, err := wl.do(ctx, pr, "XADD", k, "*", "v", val)
 	id, perr := str(r)
-	wl.complete(inv, &history.Value{Value: val, ID: id}, err, perr)
+	return wl.complete(inv, &history.Value{Value: val, ID: id}, err, perr).Type == history.OK
 }
 
-func (wl *Workload) xrange(ctx context.Context, pr *proc, k string) {
+func (wl *Workload) xrange(ctx context.Context, pr *proc, k string) bool {
 	inv := wl.w.Invoke(pr.p, history.XRange, k, &history.Value{Full: true})
 	r, err := wl.do(ctx, pr, "XRANGE", k, "-", "+")
 	es, perr := entries(r)
-	wl.complete(inv, &history.Value{Full: true, Entries: es}, err, perr)
+	return wl.complete(inv, &history.Value{Full: true, Entries: es}, err, perr).Type == history.OK
 }
 
 // xread tails from the last ID this process saw (from 0-0 the first time,
 // then the read is full unless COUNT cut it).
-func (wl *Workload) xread(ctx context.Context, pr *proc, k string) {
+func (wl *Workload) xread(ctx context.Context, pr *proc, k string) bool {
 	from := pr.lastRead[k]
 	if from == "" {
 		from = "0-0"
@@ -46,10 +48,11 @@ func (wl *Workload) xread(ctx context.Context, pr *proc, k string) {
 	r, err := wl.do(ctx, pr, "XREAD", "COUNT", 50, "STREAMS", k, from)
 	es, perr := streamEntries(r, k)
 	v := &history.Value{From: from, Entries: es, Full: from == "0-0" && len(es) < 50}
-	wl.complete(inv, v, err, perr)
-	if err == nil && perr == nil && len(es) > 0 {
+	ok := wl.complete(inv, v, err, perr).Type == history.OK
+	if ok && len(es) > 0 {
 		pr.lastRead[k] = es[len(es)-1].ID
 	}
+	return ok
 }
 
 // xreadgroup reads new entries (">") or this consumer's pending ones ("0");
@@ -125,14 +128,14 @@ func (wl *Workload) xautoclaim(ctx context.Context, pr *proc, k, from string) (s
 	return next, true
 }
 
-func (wl *Workload) xpending(ctx context.Context, pr *proc, k string) {
+func (wl *Workload) xpending(ctx context.Context, pr *proc, k string) bool {
 	in := &history.Value{Group: wl.cfg.Group}
 	inv := wl.w.Invoke(pr.p, history.XPending, k, in)
 	r, err := wl.do(ctx, pr, "XPENDING", k, wl.cfg.Group, "-", "+", 1000000)
 	ps, perr := pending(r)
 	v := *in
 	v.Pending = ps
-	wl.complete(inv, &v, err, perr)
+	return wl.complete(inv, &v, err, perr).Type == history.OK
 }
 
 func consumer(pr *proc) string { return fmt.Sprintf("c%d", pr.p) }

@@ -198,38 +198,57 @@ func (wl *Workload) random(ctx context.Context, pr *proc, k string) {
 
 // Final runs after the heal: on every stream, process 0 appends, tails,
 // drains the group (new entries, then everything pending, claimed and
-// acknowledged), probes the PEL, and reads the whole stream last.
+// acknowledged), probes the PEL, and reads the whole stream last. A step
+// whose outcome is not ok is repeated (up to finalTries times, 250ms
+// apart): right after the heal a shard may still elect a leader or move a
+// replica (TRYAGAIN), and one such answer would cut the drain short.
 func (wl *Workload) Final(ctx context.Context) {
 	pr := wl.procs[0]
+	try := func(op func() bool) bool {
+		for i := 0; i < finalTries; i++ {
+			if op() {
+				return true
+			}
+			select {
+			case <-time.After(250 * time.Millisecond):
+			case <-ctx.Done():
+				return false
+			}
+		}
+		return false
+	}
 	for _, k := range wl.cfg.Keys {
 		if wl.cfg.Mix == MixIdempotent {
-			wl.xaddIdmp(ctx, pr, k)
+			try(func() bool { return wl.xaddIdmp(ctx, pr, k) })
 		} else {
-			wl.xadd(ctx, pr, k)
+			try(func() bool { return wl.xadd(ctx, pr, k) })
 		}
-		wl.xread(ctx, pr, k)
-		for i := 0; i < 1000; i++ {
-			if n, ok := wl.xreadgroup(ctx, pr, k, ">"); !ok || n == 0 {
+		try(func() bool { return wl.xread(ctx, pr, k) })
+		for i, n := 0, 1; i < 1000 && n > 0; i++ {
+			if !try(func() (ok bool) { n, ok = wl.xreadgroup(ctx, pr, k, ">"); return ok }) {
 				break
 			}
 		}
-		for i, from := 0, "0-0"; i < 1000; i++ {
-			next, ok := wl.xautoclaim(ctx, pr, k, from)
-			if !ok || next == "0-0" {
+		for i, from := 0, "0-0"; i < 1000 && from != ""; i++ {
+			var next string
+			if !try(func() (ok bool) { next, ok = wl.xautoclaim(ctx, pr, k, from); return ok }) || next == "0-0" {
 				break
 			}
 			from = next
 		}
-		wl.xreadgroup(ctx, pr, k, "0")
+		try(func() bool { _, ok := wl.xreadgroup(ctx, pr, k, "0"); return ok })
 		for i := 0; i < 1000; i++ { // at least once, then until all are acked
-			if !wl.xack(ctx, pr, k) || len(pr.unacked[k]) == 0 {
+			if !try(func() bool { return wl.xack(ctx, pr, k) }) || len(pr.unacked[k]) == 0 {
 				break
 			}
 		}
-		wl.xpending(ctx, pr, k)
-		wl.xrange(ctx, pr, k)
+		try(func() bool { return wl.xpending(ctx, pr, k) })
+		try(func() bool { return wl.xrange(ctx, pr, k) })
 	}
 }
+
+// finalTries bounds the attempts of one step of the final phase.
+const finalTries = 20
 
 // do records inv, runs args on p's connection with the op timeout, and
 // returns the reply (redis.Nil becomes a nil reply with no error).
