@@ -25,7 +25,14 @@ func nemesis(ctx context.Context, cfg Config, w *history.Writer, s *system, log 
 			break
 		}
 		f := cfg.Faults[i%len(cfg.Faults)]
-		j := i % len(s.nodes)
+		if err := s.memberTick(w, log); err != nil {
+			errs = append(errs, err)
+		}
+		if f == FaultMembership { // a join now, the removal some faults later; both in the background
+			s.membership(w, log)
+			continue
+		}
+		j := i % s.eligible()
 		name, undo, err := inject(ctx, cfg, s, f, j, i, rnd)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", f, err))
@@ -48,9 +55,9 @@ func nemesis(ctx context.Context, cfg Config, w *history.Writer, s *system, log 
 // the history and the function that ends it.
 func inject(ctx context.Context, cfg Config, s *system, f string, j, i int, rnd *rand.Rand) (string, func() error, error) {
 	n, p := s.nodes[j], s.proxies[j]
-	names := make([]string, len(s.nodes))
-	for k, m := range s.nodes {
-		names[k] = m.Name
+	names := make([]string, s.eligible()) // the spare only while a member
+	for k := range names {
+		names[k] = s.nodes[k].Name
 	}
 	healNet := func() error {
 		s.net.Heal()

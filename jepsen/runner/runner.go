@@ -58,9 +58,10 @@ const (
 	FaultClockSkew = "clock-skew"
 )
 
-// AllFaults lists every fault, client-link ones first.
+// AllFaults lists every fault, client-link ones first (membership early,
+// so that short runs see both its join and its removal).
 var AllFaults = []string{FaultStall, FaultDelay, FaultReset, FaultBlackhole, FaultKill, FaultPause,
-	FaultBusStall, FaultBusBlackhole, FaultBusDelay, FaultBusReset, FaultPartitionOne, FaultPartitionLeader,
+	FaultMembership, FaultBusStall, FaultBusBlackhole, FaultBusDelay, FaultBusReset, FaultPartitionOne, FaultPartitionLeader,
 	FaultPartitionHalves, FaultPartitionRing, FaultPartitionBridge, FaultOneWay, FaultLinkDelay,
 	FaultLeaderPause, FaultClockSkew}
 
@@ -140,6 +141,10 @@ func (c *Config) Validate() error {
 		switch {
 		case f == FaultStall || f == FaultDelay || f == FaultReset || f == FaultBlackhole:
 		case c.Docker != nil && slices.Contains(dockerFaults, f):
+		case f == FaultMembership:
+			if c.Bin == "" || c.Nodes < 2 || c.Netns != nil {
+				return fmt.Errorf("runner: fault %q needs a cluster the local driver starts (Bin, Nodes > 1)", f)
+			}
 		case slices.Contains(AllFaults, f):
 			if c.Bin == "" {
 				return fmt.Errorf("runner: fault %q needs Bin (a server the runner starts)", f)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -116,11 +117,55 @@ func TestValidate(t *testing.T) {
 		"kill w/o bin": func(c *Config) { c.Faults = []string{FaultKill}; c.FaultEvery, c.FaultFor = 1, 1 },
 		"unknown":      func(c *Config) { c.Faults = []string{"flood"}; c.FaultEvery, c.FaultFor = 1, 1 },
 		"no schedule":  func(c *Config) { c.Faults = []string{FaultStall} },
+		"membership w/o cluster": func(c *Config) {
+			c.Addr, c.Bin, c.Nodes = "", "x", 1
+			c.Faults, c.FaultEvery, c.FaultFor = []string{FaultMembership}, 1, 1
+		},
 	} {
 		c := good
 		mut(&c)
 		if err := c.Validate(); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+// TestRaftstreamMembershipChange: a 3-node raftstream cluster under the
+// membership fault (a fourth node joins, takes replicas, is drained and
+// removed) with kills and partitions around it: the history must show the
+// join and the removal windows, the joined node must have held replicas,
+// and every checker must pass.
+func TestRaftstreamMembershipChange(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a 4-node raftstream cluster for a minute")
+	}
+	bin := filepath.Join(t.TempDir(), "raftstream")
+	if b, err := exec.Command("go", "build", "-o", bin, "github.com/raftstream/raftstream/cmd/raftstream").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, b)
+	}
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	cfg := Config{Bin: bin, Args: DefaultArgs(3), Nodes: 3, Out: t.TempDir(), Clients: 4, Keys: 2, Seed: seed,
+		OpTimeout: 500 * time.Millisecond, Duration: 40 * time.Second,
+		Faults:     []string{FaultMembership, FaultKill, FaultPartitionOne},
+		FaultEvery: time.Second, FaultFor: 2 * time.Second, Delay: 20 * time.Millisecond}
+	out := run(t, cfg)
+	if out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	faults, _ := out.History.Faults()
+	var names []string
+	for _, f := range faults {
+		names = append(names, f.Fault)
+	}
+	if !slices.Contains(names, "join n4") || !slices.Contains(names, "remove n4") {
+		t.Fatalf("faults %v: want a join and a removal of n4", names)
+	}
+	b, err := os.ReadFile(filepath.Join(cfg.Out, "n4.log"))
+	if err != nil || !strings.Contains(string(b), "replica placed here opened") {
+		t.Fatalf("n4 never held a replica (%v)", err)
+	}
+	if code := out.ExitCode(); code != report.ExitValid {
+		t.Fatalf("exit %d, want %d (valid)", code, report.ExitValid)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,6 +39,8 @@ type system struct {
 	ns      *netns.Net       // the netns driver's namespaces, or nil
 	clients []*redis.Client
 	route   map[string]workload.Conn // a node's own address (as MOVED names it) → its proxied conn
+	orig    int                      // the nodes that form the cluster (clients' home nodes): s.nodes[:orig]
+	spare   *spare                   // the membership fault's extra node s.nodes[orig], or nil
 }
 
 // startNodes starts cfg.Nodes servers (or wraps cfg.Addr) and their proxies.
@@ -56,14 +59,23 @@ func startNodes(cfg Config, log *slog.Logger) (*system, error) {
 		if dir == "" {
 			dir = cfg.Out
 		}
+		all := count
+		if slices.Contains(cfg.Faults, FaultMembership) {
+			all++ // the spare: not started, but its links are proxied and in the dial maps
+		}
 		var bus []string
-		for i := 0; i < count; i++ {
-			port, err := local.FreePort()
+		held := ports{}
+		for i := 0; i < all; i++ {
+			// Held until the node starts, so that no proxy (nor
+			// anything else asking for a free port) gets them first.
+			port, err := held.reserve()
 			if err != nil {
+				held.release(-1)
 				return nil, err
 			}
-			busPort, err := local.FreePort()
+			busPort, err := held.reserve()
 			if err != nil {
+				held.release(-1)
 				return nil, err
 			}
 			name := "n" + strconv.Itoa(i+1)
@@ -109,13 +121,19 @@ func startNodes(cfg Config, log *slog.Logger) (*system, error) {
 			n.Vars["dialmap"] = strings.Join(dm, ",")
 		}
 		for _, n := range s.nodes {
-			n.Vars["join"] = strings.Join(bus, ",")
+			n.Vars["join"] = strings.Join(bus[:count], ",")
 			addrs = append(addrs, n.Addr())
 		}
+		if all > count {
+			// it joins the running cluster instead of forming one
+			s.spare = &spare{i: count, dir: dir, held: held.take(s.nodes[count])}
+			s.nodes[count].Vars["n"] = "1"
+		}
+		held.release(-1)
 		// Nodes of a new cluster wait for each other: start them together.
-		errs := make([]error, len(s.nodes))
+		errs := make([]error, count)
 		var wg sync.WaitGroup
-		for i, n := range s.nodes {
+		for i, n := range s.nodes[:count] {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -127,7 +145,11 @@ func startNodes(cfg Config, log *slog.Logger) (*system, error) {
 			s.close()
 			return nil, err
 		}
-		log.Info("servers started", "addrs", addrs)
+		log.Info("servers started", "addrs", addrs[:count])
+	}
+	s.orig = len(s.nodes)
+	if s.spare != nil {
+		s.orig = s.spare.i
 	}
 	for _, addr := range addrs {
 		p, err := local.NewProxy("127.0.0.1:0", addr)
@@ -145,7 +167,7 @@ func startNodes(cfg Config, log *slog.Logger) (*system, error) {
 
 // target is the connection of process p: its home node, following MOVED.
 func (s *system) target(p int) workload.Conn {
-	home := s.proxies[p%len(s.proxies)].Target()
+	home := s.proxies[p%s.orig].Target()
 	return workload.Redirecting{First: s.route[home], Route: func(addr string) workload.Conn { return s.route[addr] }}
 }
 
@@ -153,6 +175,9 @@ func (s *system) target(p int) workload.Conn {
 // (leaders elected, nodes caught up) or ctx ends.
 func (s *system) waitReady(ctx context.Context, keys []string) error {
 	for p := range s.proxies {
+		if p >= s.orig && !s.spareIs(spareMember) {
+			continue
+		}
 		for _, k := range keys {
 			for {
 				c, cancel := context.WithTimeout(ctx, time.Second)
@@ -171,9 +196,13 @@ func (s *system) waitReady(ctx context.Context, keys []string) error {
 	return nil
 }
 
-// heal clears every link fault and restarts nodes that are down.
+// heal clears every link fault and restarts nodes that are down (after a
+// membership change under way has ended).
 func (s *system) heal() error {
 	var errs []error
+	if err := s.settle(); err != nil {
+		errs = append(errs, err)
+	}
 	for _, p := range s.proxies {
 		p.Set(local.Pass, 0)
 	}
@@ -192,8 +221,8 @@ func (s *system) heal() error {
 			_ = s.ext.Start(i)
 		}
 	}
-	for _, n := range s.nodes {
-		if n.Bin == "" {
+	for i, n := range s.nodes {
+		if n.Bin == "" || i >= s.orig && !s.spareIs(spareMember) {
 			continue
 		}
 		_ = n.Resume() // a no-op unless paused
@@ -219,6 +248,11 @@ func (s *system) close() {
 			_ = n.Stop(10 * time.Second)
 		}
 	}
+	if s.spare != nil {
+		s.spare.mu.Lock()
+		s.spare.held.release(-1)
+		s.spare.mu.Unlock()
+	}
 }
 
 // leader returns the index of the node that serves key without a
@@ -237,4 +271,55 @@ func (s *system) leader(ctx context.Context, key string, timeout time.Duration) 
 		}
 	}
 	return 0, false
+}
+
+// ports holds listeners on ports reserved for nodes that have not started
+// yet: a port local.FreePort returned is free only until something else
+// (a proxy listening on port 0, another run) is given it.
+type ports map[int]net.Listener
+
+// reserve returns a free port on 127.0.0.1 and keeps it bound.
+func (p ports) reserve() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	p[port] = l
+	return port, nil
+}
+
+// release frees port (-1: every port).
+func (p ports) release(port int) {
+	for k, l := range p {
+		if port < 0 || k == port {
+			_ = l.Close()
+			delete(p, k)
+		}
+	}
+}
+
+// take moves the ports of node n (RESP and bus) into a set of their own.
+func (p ports) take(n *local.Node) ports {
+	q := ports{}
+	bus, _ := strconv.Atoi(n.Vars["bus"])
+	for _, k := range []int{n.Port, bus} {
+		if l, ok := p[k]; ok {
+			q[k] = l
+			delete(p, k)
+		}
+	}
+	return q
+}
+
+// hold binds ports again (after a node stopped), as far as they are free.
+func (p ports) hold(port ...int) {
+	for _, k := range port {
+		if _, ok := p[k]; ok {
+			continue
+		}
+		if l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(k))); err == nil {
+			p[k] = l
+		}
+	}
 }
