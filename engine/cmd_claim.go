@@ -93,7 +93,7 @@ func cmdXClaim(e *Engine, now int64, argv [][]byte) Reply {
 			// The entry is gone: drop its NACK.
 			if pending {
 				g.PEL.Delete(id)
-				nk.Consumer.PEL.Delete(id)
+				nk.disown()
 			}
 			continue
 		}
@@ -111,18 +111,12 @@ func cmdXClaim(e *Engine, now int64, argv [][]byte) Reply {
 		if retry < 0 && !justid && e.deadLetter(argv[1], s, g, nk, fields, now) {
 			continue
 		}
-		if nk.Consumer != c {
-			if nk.Consumer != nil {
-				nk.Consumer.PEL.Delete(id)
-			}
-			c.PEL.Insert(nk)
-			nk.Consumer = c
-		}
+		nk.own(c)
 		nk.DeliveryTime = delivery
 		if retry >= 0 {
 			nk.DeliveryCount = uint64(retry)
 		} else if !justid {
-			nk.DeliveryCount++
+			nk.bumpDeliveries()
 		}
 		if justid {
 			out = append(out, idBulk(id))
@@ -211,13 +205,15 @@ func cmdXAutoClaim(e *Engine, now int64, argv [][]byte) Reply {
 		fields, exists := s.Lookup(nk.ID)
 		if !exists {
 			g.PEL.Delete(nk.ID)
-			nk.Consumer.PEL.Delete(nk.ID)
+			nk.disown()
 			deleted = append(deleted, idBulk(nk.ID))
 			cu = g.PEL.Seek(nk.ID)
 			count--
 			continue
 		}
-		if a.minIdle != 0 && now-nk.DeliveryTime < a.minIdle {
+		// An owner-less (XNACK-released) entry is claimable whatever the
+		// min-idle-time, as in Redis.
+		if nk.Consumer != nil && a.minIdle != 0 && now-nk.DeliveryTime < a.minIdle {
 			continue
 		}
 		if !a.justid && e.deadLetter(argv[1], s, g, nk, fields, now) {
@@ -225,16 +221,12 @@ func cmdXAutoClaim(e *Engine, now int64, argv [][]byte) Reply {
 			count--
 			continue
 		}
-		if nk.Consumer != c {
-			nk.Consumer.PEL.Delete(nk.ID)
-			c.PEL.Insert(nk)
-			nk.Consumer = c
-		}
+		nk.own(c)
 		nk.DeliveryTime = now
 		if a.justid {
 			claimed = append(claimed, idBulk(nk.ID))
 		} else {
-			nk.DeliveryCount++
+			nk.bumpDeliveries()
 			claimed = append(claimed, entryReply(nk.ID, fields))
 		}
 		count--

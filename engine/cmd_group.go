@@ -413,6 +413,9 @@ func cmdXReadGroup(e *Engine, now int64, argv [][]byte) Reply {
 			entries = e.readConsumerHistory(a.keys[i], s, g, c, start, a.count, now)
 		} else {
 			entries = deliverNew(s, g, c, start, count, a.noack, now)
+			if a.claim >= 0 {
+				withClaimFields(entries)
+			}
 		}
 		if len(claimed) > 0 {
 			entries = append(claimed, entries...)
@@ -440,9 +443,8 @@ func deliverNew(s *Stream, g *Group, c *Consumer, start ID, count int64, noack b
 		out = append(out, entryReply(id, it.Fields))
 		if !noack {
 			if nk, ok := g.PEL.Get(id); ok {
-				nk.Consumer.PEL.Delete(id)
-				nk.Consumer, nk.DeliveryTime, nk.DeliveryCount = c, now, 1
-				c.PEL.Insert(nk)
+				nk.own(c)
+				nk.DeliveryTime, nk.DeliveryCount = now, 1
 			} else {
 				nk := &NACK{ID: id, DeliveryTime: now, DeliveryCount: 1, Consumer: c}
 				g.PEL.Insert(nk)
@@ -478,7 +480,7 @@ func (e *Engine) readConsumerHistory(key []byte, s *Stream, g *Group, c *Consume
 			}
 			out = append(out, entryReply(nk.ID, fields))
 			nk.DeliveryTime = now
-			nk.DeliveryCount++
+			nk.bumpDeliveries()
 		} else {
 			out = append(out, Array{idBulk(nk.ID), NullArray{}})
 		}
@@ -514,7 +516,7 @@ func cmdXAck(e *Engine, now int64, argv [][]byte) Reply {
 	acked := 0
 	for _, id := range ids {
 		if nk, ok := g.PEL.Delete(id); ok {
-			nk.Consumer.PEL.Delete(id)
+			nk.disown()
 			acked++
 		}
 	}
@@ -616,15 +618,20 @@ func cmdXPending(e *Engine, now int64, argv [][]byte) Reply {
 		if !ok || a.end.Less(nk.ID) {
 			break
 		}
-		if a.minIdle != 0 && now-nk.DeliveryTime < a.minIdle {
+		if nk.Consumer != nil && a.minIdle != 0 && now-nk.DeliveryTime < a.minIdle {
 			continue
 		}
 		count--
-		elapsed := now - nk.DeliveryTime
-		if elapsed < 0 {
-			elapsed = 0
+		// An owner-less (XNACK-released) entry shows the consumer "" and
+		// the idle time -1 (https://redis.io/docs/latest/commands/xnack/).
+		consumer, elapsed := "", int64(-1)
+		if nk.Consumer != nil {
+			consumer, elapsed = nk.Consumer.Name, now-nk.DeliveryTime
+			if elapsed < 0 {
+				elapsed = 0
+			}
 		}
-		out = append(out, Array{idBulk(nk.ID), BulkString(nk.Consumer.Name), Integer(elapsed),
+		out = append(out, Array{idBulk(nk.ID), BulkString(consumer), Integer(elapsed),
 			Integer(int64(nk.DeliveryCount))})
 	}
 	return out

@@ -101,9 +101,7 @@ func (e *Engine) deadLetter(key []byte, s *Stream, g *Group, nk *NACK, fields []
 		dlq.FirstID = id
 	}
 	g.PEL.Delete(nk.ID)
-	if nk.Consumer != nil { // XCLAIM FORCE's new NACK has no owner yet
-		nk.Consumer.PEL.Delete(nk.ID)
-	}
+	nk.disown() // owner-less: XCLAIM FORCE's new NACK, or released by XNACK
 	e.signal(g.DLQKey)
 	return true
 }

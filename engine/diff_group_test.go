@@ -12,7 +12,10 @@ package engine_test
 //     7.2) is dropped from the engine's reply (TestGroupInfoTimes checks it).
 //   - XINFO STREAM FULL: each group's pending delivery times and each
 //     consumer's "seen-time" and pending delivery times become "<t>";
-//     "active-time" (added in 7.2) is dropped from the engine's reply.
+//     "active-time" (added in 7.2) and each group's "nacked-count" (8.8)
+//     are dropped from the engine's reply.
+//   - XINFO STREAM: the IDMP fields (idmp-duration ... iids-duplicates,
+//     added in 8.6) are dropped from the engine's reply.
 //   - XGROUP/XINFO HELP: the footer line ("Prints this help." in 7.0,
 //     "Print this help." in 7.4) is masked.
 // Everything else, including every error string and the order of fields, is
@@ -187,12 +190,24 @@ func groupMask(cmd []string, n *respNode, engineSide bool) {
 				mapDrop(c, "inactive")
 			}
 		}
-	case name == "XINFO" && sub == "STREAM" && len(cmd) > 3:
+	case name == "XINFO" && sub == "STREAM":
+		if engineSide {
+			for _, k := range []string{"idmp-duration", "idmp-maxsize", "pids-tracked",
+				"iids-tracked", "iids-added", "iids-duplicates"} {
+				mapDrop(n, k)
+			}
+		}
+		if len(cmd) <= 3 {
+			return
+		}
 		groups := mapGet(n, "groups")
 		if groups == nil {
 			return
 		}
 		for _, g := range groups.kids {
+			if engineSide {
+				mapDrop(g, "nacked-count")
+			}
 			if p := mapGet(g, "pending"); p != nil {
 				for _, e := range p.kids {
 					e.kids[2] = maskedTime

@@ -19,8 +19,10 @@ import "sort"
 
 // Group is a consumer group (Redis's streamCG).
 //
-// Invariant: every NACK in PEL is in exactly one consumer's PEL (its
-// Consumer's) and vice versa; Consumers is sorted by Name with no duplicates.
+// Invariant: every NACK in PEL with a Consumer is in exactly that consumer's
+// PEL, every NACK of a consumer PEL is in PEL, and a NACK without a Consumer
+// (released by XNACK, xnack.go) is in no consumer PEL; Consumers is sorted
+// by Name with no duplicates.
 type Group struct {
 	Name        string
 	LastID      ID    // last-delivered-id
@@ -34,6 +36,8 @@ type Group struct {
 	// not a Redis feature): 0 = off.
 	DLQMax uint64
 	DLQKey string
+	// nackSeq is the last NACK-zone position handed out (xnack.go).
+	nackSeq uint64
 }
 
 // entriesReadInvalid is Redis's SCG_INVALID_ENTRIES_READ.

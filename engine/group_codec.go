@@ -21,7 +21,10 @@ import (
 //	    id         uvarint ms, uvarint seq
 //	    delivery-time  varint (Unix ms)
 //	    delivery-count uvarint
-//	    owner      uvarint index into this group's consumers
+//	    owner      uvarint index into this group's consumers; the number of
+//	               consumers for an entry released by XNACK (no owner),
+//	               then its NACK-zone rank: uvarint, 1 for the first
+//	               released (xnack.go)
 //
 // Consumer PELs are not written: they are rebuilt from the owners, as Redis's
 // RDB format does. The encoding is deterministic: equal group state gives
@@ -48,6 +51,7 @@ func (s *Stream) appendGroupsSnapshot(b []byte) []byte {
 			b = binary.AppendVarint(b, c.ActiveTime)
 		}
 		b = binary.AppendUvarint(b, uint64(g.PEL.Len()))
+		ranks := nackZoneRanks(g)
 		cu := g.PEL.Seek(MinID)
 		for {
 			nk, ok := cu.Next()
@@ -57,6 +61,11 @@ func (s *Stream) appendGroupsSnapshot(b []byte) []byte {
 			b = appendGroupID(b, nk.ID)
 			b = binary.AppendVarint(b, nk.DeliveryTime)
 			b = binary.AppendUvarint(b, nk.DeliveryCount)
+			if nk.Consumer == nil {
+				b = binary.AppendUvarint(b, uint64(len(g.Consumers)))
+				b = binary.AppendUvarint(b, ranks[nk])
+				continue
+			}
 			b = binary.AppendUvarint(b, index[nk.Consumer])
 		}
 	}
@@ -106,13 +115,21 @@ func (s *Stream) loadGroupsSnapshot(b []byte) ([]byte, error) {
 			if d.err != nil {
 				break
 			}
-			if owner >= uint64(len(g.Consumers)) || (j > 0 && !prev.Less(nk.ID)) {
+			if owner > uint64(len(g.Consumers)) || (j > 0 && !prev.Less(nk.ID)) {
 				d.fail("pel record")
 				break
 			}
 			prev = nk.ID
-			nk.Consumer = g.Consumers[owner]
 			g.PEL.Insert(nk)
+			if owner == uint64(len(g.Consumers)) {
+				nk.nackSeq = d.uvarint()
+				if d.err == nil && (nk.nackSeq == 0 || nk.nackSeq > np) {
+					d.fail("nack rank")
+				}
+				g.nackSeq = max(g.nackSeq, nk.nackSeq)
+				continue
+			}
+			nk.Consumer = g.Consumers[owner]
 			nk.Consumer.PEL.Insert(nk)
 		}
 		groups = append(groups, g)
@@ -198,4 +215,26 @@ func (d *groupDecoder) string() string {
 	s := string(d.b[:n])
 	d.b = d.b[n:]
 	return s
+}
+
+// nackZoneRanks numbers g's owner-less entries 1, 2, ... in release order,
+// so that equal NACK zones encode to equal bytes whatever sequence numbers
+// they were given.
+func nackZoneRanks(g *Group) map[*NACK]uint64 {
+	var zone []*NACK
+	g.PEL.Ascend(MinID, MaxID, func(nk *NACK) bool {
+		if nk.Consumer == nil {
+			zone = append(zone, nk)
+		}
+		return true
+	})
+	if len(zone) == 0 {
+		return nil
+	}
+	claimOrder(zone)
+	ranks := make(map[*NACK]uint64, len(zone))
+	for i, nk := range zone {
+		ranks[nk] = uint64(i + 1)
+	}
+	return ranks
 }

@@ -38,11 +38,20 @@ func checkGroupInvariants(t *testing.T, s *Stream, ctx string) {
 				return true
 			})
 		}
-		if total != g.PEL.Len() {
-			t.Fatalf("%s: consumer PELs hold %d, group PEL %d", ctx, total, g.PEL.Len())
-		}
+		owned := 0
 		g.PEL.Ascend(MinID, MaxID, func(nk *NACK) bool {
-			if nk.Consumer == nil || g.findConsumer([]byte(nk.Consumer.Name)) != nk.Consumer {
+			if nk.Consumer == nil { // released by XNACK: in the NACK zone
+				if nk.nackSeq == 0 || nk.nackSeq > g.nackSeq || nk.DeliveryTime != 0 {
+					t.Fatalf("%s: owner-less NACK %v: seq %d (group %d), delivery time %d",
+						ctx, nk.ID, nk.nackSeq, g.nackSeq, nk.DeliveryTime)
+				}
+				return true
+			}
+			owned++
+			if nk.nackSeq != 0 {
+				t.Fatalf("%s: owned NACK %v keeps NACK-zone seq %d", ctx, nk.ID, nk.nackSeq)
+			}
+			if g.findConsumer([]byte(nk.Consumer.Name)) != nk.Consumer {
 				t.Fatalf("%s: NACK %v has unknown owner", ctx, nk.ID)
 			}
 			if cn, ok := nk.Consumer.PEL.Get(nk.ID); !ok || cn != nk {
@@ -53,15 +62,19 @@ func checkGroupInvariants(t *testing.T, s *Stream, ctx string) {
 			}
 			return true
 		})
+		if total != owned {
+			t.Fatalf("%s: consumer PELs hold %d, group PEL %d owned", ctx, total, owned)
+		}
 	}
 }
 
 // refNACK and refGroup are the reference model: plain maps and sorted
 // scans, deliberately simple.
 type refNACK struct {
-	owner string
+	owner string // "" once released by XNACK
 	time  int64
 	count uint64
+	seq   uint64 // NACK-zone order while owner is ""
 }
 
 type refGroup struct {
@@ -69,6 +82,7 @@ type refGroup struct {
 	setByUser bool // last-delivered-id set explicitly (SETID), may exceed the stream
 	pel       map[ID]*refNACK
 	consumers map[string]bool
+	seq       uint64 // last NACK-zone seq handed out
 }
 
 type refModel struct {
@@ -348,6 +362,12 @@ func checkGroupInvariantsLoose(t *testing.T, s *Stream) {
 				return true
 			})
 		}
+		g.PEL.Ascend(MinID, MaxID, func(nk *NACK) bool {
+			if nk.Consumer == nil {
+				total++ // released by XNACK
+			}
+			return true
+		})
 		if total != g.PEL.Len() {
 			t.Fatalf("consumer PELs %d, group PEL %d", total, g.PEL.Len())
 		}

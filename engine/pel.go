@@ -9,7 +9,10 @@ type NACK struct {
 	ID            ID
 	DeliveryTime  int64     // Unix ms of the last delivery
 	DeliveryCount uint64    // number of deliveries; >= 1 unless set by XCLAIM RETRYCOUNT 0
-	Consumer      *Consumer // owner; the consumer PEL that holds this NACK
+	Consumer      *Consumer // owner; the consumer PEL that holds this NACK; nil once released by XNACK
+	// nackSeq orders owner-less entries in the group's NACK zone (xnack.go):
+	// release order; 0 while owned.
+	nackSeq uint64
 }
 
 // pelChunkMax is the capacity of one chunk of a pelTree. A chunk is split in

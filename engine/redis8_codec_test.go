@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 )
 
@@ -61,5 +62,49 @@ func TestStreamExtCodec(t *testing.T) {
 	s4.createGroup([]byte("g1"), ID{}, 0)
 	if _, err := s4.loadExtSnapshot(enc); err == nil {
 		t.Fatal("dead-letter setting of a missing group decodes")
+	}
+}
+
+// Entries released by XNACK keep, through a group snapshot, their missing
+// owner and their NACK-zone order; equal zones encode to equal bytes.
+func TestGroupCodecNackZone(t *testing.T) {
+	e := newPolicyEngine(t, 4, 4)
+	for _, c := range []string{
+		"XNACK s g FAIL IDS 2 3-1 1-1", "XNACK s g FATAL IDS 1 2-1", "XNACK s g FAIL IDS 1 3-1",
+		"XREADGROUP GROUP g d COUNT 1 CLAIM 0 STREAMS s >", // takes 1-1 out of the zone
+	} {
+		if r := run(e, 5, c); len(r) > 0 && r[0] == '-' {
+			t.Fatalf("%s: %s", c, r)
+		}
+	}
+	s := e.keys["s"].Stream
+	enc := s.appendGroupsSnapshot(nil)
+	s2 := NewStream()
+	if _, err := s2.loadGroupsSnapshot(enc); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(s2.appendGroupsSnapshot(nil), enc) {
+		t.Fatal("re-encoding differs")
+	}
+	checkGroupInvariants(t, s2, "decoded")
+	e2 := New(Config{NodeMaxEntries: 3})
+	e2.keys["s"] = &Value{Kind: KindStream, Stream: s}
+	for _, eng := range []*Engine{e, e2} {
+		if eng == e2 {
+			s.Groups = s2.Groups
+		}
+		if got, want := run(eng, 6, "XPENDING s g - + 10"), "[[1-1 d 1 2] [2-1  -1 "+fmt.Sprint(int64(nackFatalCount))+"] [3-1  -1 1] [4-1 c 4 1]]"; got != want {
+			t.Fatalf("XPENDING: got %s want %s", got, want)
+		}
+		// The zone order is 2-1 then 3-1 (3-1 was released again last).
+		if got, want := run(eng, 6, "XREADGROUP GROUP g x COUNT 2 CLAIM 0 STREAMS s >"), "[s [[2-1 [f 2] 6 "+fmt.Sprint(int64(nackFatalCount))+"] [3-1 [f 3] 6 1]]]"; got != want {
+			t.Fatalf("CLAIM: got %s want %s", got, want)
+		}
+		if eng == e {
+			// Restore the zone for the decoded copy.
+			if _, err := s2.loadGroupsSnapshot(enc); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 }

@@ -176,7 +176,8 @@ func runRedis8Model(t *testing.T, seed int64, ops int) {
 			want = "0"
 			if nk != nil {
 				want = "1"
-				nk.time = 0
+				g.seq++
+				nk.owner, nk.time, nk.seq = "", 0, g.seq
 				switch mode {
 				case "SILENT":
 					nk.count--
@@ -200,19 +201,30 @@ func runRedis8Model(t *testing.T, seed int64, ops int) {
 					idle = append(idle, id)
 				}
 			}
-			sort.SliceStable(idle, func(i, j int) bool { return g.pel[idle[i]].time < g.pel[idle[j]].time })
+			// Released entries first in release order, then by delivery time.
+			sort.SliceStable(idle, func(i, j int) bool {
+				a, b := g.pel[idle[i]], g.pel[idle[j]]
+				if (a.owner == "") != (b.owner == "") {
+					return a.owner == ""
+				}
+				if a.owner == "" {
+					return a.seq < b.seq
+				}
+				return a.time < b.time
+			})
 			n := 0
 			for _, id := range idle {
 				if count > 0 && n >= count {
 					break
 				}
 				if !m.live(id) {
-					delete(g.pel, id)
-					continue
+					continue // skipped, stays pending
 				}
 				nk := g.pel[id]
-				nk.owner, nk.time = cname, now
-				nk.count++
+				nk.owner, nk.time, nk.seq = cname, now, 0
+				if nk.count < nackFatalCount {
+					nk.count++
+				}
 				n++
 			}
 			if count == 0 || n < count {
@@ -228,7 +240,9 @@ func runRedis8Model(t *testing.T, seed int64, ops int) {
 			for _, id := range m.sortedPEL(g, cname) {
 				if m.live(id) {
 					g.pel[id].time = now
-					g.pel[id].count++
+					if g.pel[id].count < nackFatalCount {
+						g.pel[id].count++
+					}
 				}
 			}
 		case k == 10:
@@ -270,7 +284,11 @@ func runRedis8Model(t *testing.T, seed int64, ops int) {
 			}
 			for id, rn := range rg.pel {
 				nk, ok := eg.PEL.Get(id)
-				if !ok || nk.Consumer.Name != rn.owner || nk.DeliveryTime != rn.time || nk.DeliveryCount != rn.count {
+				owner := ""
+				if ok && nk.Consumer != nil {
+					owner = nk.Consumer.Name
+				}
+				if !ok || owner != rn.owner || nk.DeliveryTime != rn.time || nk.DeliveryCount != rn.count {
 					fail(op, "%s: group %s NACK %v = %+v, model %+v", cmd, name, id, nk, rn)
 				}
 			}

@@ -78,7 +78,7 @@ func (s *Stream) nodeAcked(n *node) bool {
 func (s *Stream) dropRefs(id ID) {
 	for _, g := range s.Groups {
 		if nk, ok := g.PEL.Delete(id); ok {
-			nk.Consumer.PEL.Delete(id)
+			nk.disown()
 		}
 	}
 }

@@ -127,7 +127,7 @@ func cmdXAckDel(e *Engine, now int64, argv [][]byte) Reply {
 		if !ok {
 			continue
 		}
-		nk.Consumer.PEL.Delete(id)
+		nk.disown()
 		switch a.policy {
 		case policyAcked:
 			if !s.acked(id) {

@@ -156,7 +156,11 @@ func xinfoStream(s *Stream, argv [][]byte, cfg Config) Reply {
 			if count != 0 && int64(len(pending)) >= count {
 				return false
 			}
-			pending = append(pending, Array{idBulk(nk.ID), BulkString(nk.Consumer.Name),
+			owner := "" // released by XNACK
+			if nk.Consumer != nil {
+				owner = nk.Consumer.Name
+			}
+			pending = append(pending, Array{idBulk(nk.ID), BulkString(owner),
 				Integer(nk.DeliveryTime), Integer(int64(nk.DeliveryCount))})
 			return true
 		})
@@ -184,6 +188,7 @@ func xinfoStream(s *Stream, argv [][]byte, cfg Config) Reply {
 			Bulk("entries-read"), entriesReadReply(g),
 			Bulk("lag"), lagReply(s, g),
 			Bulk("pel-count"), Integer(g.PEL.Len()),
+			Bulk("nacked-count"), Integer(g.nackedCount()),
 			Bulk("pending"), pending,
 			Bulk("consumers"), consumers,
 		})

@@ -1,24 +1,27 @@
 package engine
 
-import "sort"
-
-// XREADGROUP ... CLAIM min-idle-time (Redis 8.4). With the ">" ID, pending
-// entries of the group idle for at least min-idle-time are claimed by the
-// reading consumer and returned before new entries: longest idle first
-// (ties by ID). COUNT bounds claimed plus new entries per stream. A claimed
-// entry is reported as
+// XREADGROUP ... CLAIM min-idle-time (Redis 8.4,
+// https://redis.io/docs/latest/commands/xreadgroup/, t_stream.c
+// streamReplyWithRange). With the ">" ID, pending entries of the group idle
+// for at least min-idle-time are claimed by the reading consumer and
+// returned before new entries, in the order of Redis's time-ordered PEL
+// list: entries released by XNACK first (in release order), then by last
+// delivery time (claimOrder, xnack.go). COUNT bounds claimed plus new
+// entries per stream. With CLAIM every entry of the reply has four
+// elements:
 //
 //	[id, [field value ...], ms-since-last-delivery, delivery-count]
 //
-// with the idle time and the number of previous deliveries as they were
-// before this read (integers); new entries keep the two-element shape.
-// Claiming sets the delivery time to now and increments the delivery count,
-// as XCLAIM does; NOACK does not apply to claimed entries. Pending entries
-// whose stream entry was deleted are dropped from the PEL, as XAUTOCLAIM
-// does. With an ID other than ">" CLAIM is ignored, as documented.
-//
-// NB: Redis orders idle entries across all the streams of one call; here
-// they are ordered within each stream's reply.
+// for a claimed entry the idle time and the delivery count as they were
+// before this read (an entry released by XNACK has the delivery time 0, so
+// its idle time is now in Unix ms), and 0 and 0 for a new entry. Claiming
+// sets the delivery time to now and increments the delivery count
+// (saturating at LLONG_MAX), as XCLAIM does; NOACK does not apply to
+// claimed entries. A pending entry whose stream entry was deleted is
+// skipped and stays pending (Redis does not drop it here, unlike
+// XAUTOCLAIM). With an ID other than ">" CLAIM is ignored and replies keep
+// the two-element shape. Idle entries are ordered per stream, as Redis
+// does (each stream's PEL is scanned in its own streamReplyWithRange call).
 
 // parseClaimIdle parses CLAIM's min-idle-time: a non-negative integer.
 func parseClaimIdle(b []byte) (int64, *Error) {
@@ -43,7 +46,7 @@ func (e *Engine) claimIdle(key []byte, s *Stream, g *Group, c *Consumer, minIdle
 		}
 		return true
 	})
-	sort.SliceStable(idle, func(i, j int) bool { return idle[i].DeliveryTime < idle[j].DeliveryTime })
+	claimOrder(idle)
 	var out Array
 	for _, nk := range idle {
 		if count > 0 && int64(len(out)) >= count {
@@ -51,24 +54,28 @@ func (e *Engine) claimIdle(key []byte, s *Stream, g *Group, c *Consumer, minIdle
 		}
 		fields, ok := s.Lookup(nk.ID)
 		if !ok {
-			g.PEL.Delete(nk.ID)
-			nk.Consumer.PEL.Delete(nk.ID)
 			continue
 		}
 		if e.deadLetter(key, s, g, nk, fields, now) {
 			continue
 		}
 		idleMs, prev := now-nk.DeliveryTime, nk.DeliveryCount
-		if nk.Consumer != c {
-			nk.Consumer.PEL.Delete(nk.ID)
-			nk.Consumer = c
-			c.PEL.Insert(nk)
-		}
+		nk.own(c)
 		nk.DeliveryTime = now
-		nk.DeliveryCount++
+		nk.bumpDeliveries()
 		c.ActiveTime = now
 		r := entryReply(nk.ID, fields).(Array)
 		out = append(out, Array{r[0], r[1], Integer(idleMs), Integer(int64(prev))})
 	}
 	return out
+}
+
+// withClaimFields gives new entries delivered by XREADGROUP ... CLAIM the
+// idle time 0 and delivery count 0 that Redis appends to them.
+func withClaimFields(entries Array) {
+	for i, r := range entries {
+		if a, ok := r.(Array); ok && len(a) == 2 {
+			entries[i] = Array{a[0], a[1], Integer(0), Integer(0)}
+		}
+	}
 }

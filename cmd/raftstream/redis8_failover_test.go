@@ -434,7 +434,15 @@ func TestRedis8FailoverIdempotentProducer(t *testing.T) {
 					return
 				}
 				i, _ := strconv.Atoi(f["iid"])
-				wasClaimed := len(extra) == 2
+				// With CLAIM every entry has four elements: a new one with
+				// idle time 0 and delivery count 0, a claimed one with its
+				// idle time and previous count (an XNACKed entry was
+				// delivered at least once or given RETRYCOUNT 2).
+				wasClaimed := len(extra) == 2 && fmt.Sprint(extra[1]) != "0"
+				if len(extra) != 2 {
+					fail(fmt.Errorf("XREADGROUP ... CLAIM entry %v has %d extra elements, want 2", e, len(extra)))
+					return
+				}
 				delivered.Add(1)
 				var args []string
 				switch i % 5 {
