@@ -117,8 +117,9 @@ func inject(ctx context.Context, cfg Config, s *system, f string, j, i int, rnd 
 		if !ok {
 			l = j
 		}
-		err := s.cut(func(a, b string) bool { return a == names[l] || b == names[l] })
-		return "isolate " + names[l] + " blackhole (leader of " + s.keys[0] + ")", healNet, err
+		ln := s.nodes[l].Name
+		err := s.cut(func(a, b string) bool { return a == ln || b == ln })
+		return "isolate " + ln + " blackhole (leader of " + s.keys[0] + ")", healNet, err
 	case FaultPartitionHalves:
 		perm := rnd.Perm(len(names))
 		side := map[string]int{}

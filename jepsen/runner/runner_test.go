@@ -147,7 +147,7 @@ func TestRaftstreamMembershipChange(t *testing.T) {
 	t.Logf("seed %d", seed)
 	cfg := Config{Bin: bin, Args: DefaultArgs(3), Nodes: 3, Out: t.TempDir(), Clients: 4, Keys: 2, Seed: seed,
 		OpTimeout: 500 * time.Millisecond, Duration: 40 * time.Second,
-		Faults:     []string{FaultMembership, FaultKill, FaultPartitionOne},
+		Faults:     []string{FaultMembership, FaultKill, FaultPartitionLeader, FaultPartitionOne},
 		FaultEvery: time.Second, FaultFor: 2 * time.Second, Delay: 20 * time.Millisecond}
 	out := run(t, cfg)
 	if out.Err != nil {

@@ -259,7 +259,7 @@ func (s *system) close() {
 // redirection (the leader of its shard), asking every node directly; ok is
 // false when none answers within timeout.
 func (s *system) leader(ctx context.Context, key string, timeout time.Duration) (int, bool) {
-	for i, p := range s.proxies {
+	for i, p := range s.proxies[:s.eligible()] { // not a joining or leaving spare
 		if !s.nodes[i].Running() && s.nodes[i].Bin != "" {
 			continue
 		}
