@@ -148,4 +148,8 @@ func TestXReadGroupClaimErrors(t *testing.T) {
 			t.Errorf("Validate(%s) = %v, want %s", c.cmd, v, c.want)
 		}
 	}
+	// t_stream.c xreadCommand (XREAD is a read: no leader-side validation).
+	if got, want := run(e, 3, "XREAD CLAIM 10 STREAMS s 0"), "-ERR The CLAIM option is only supported by XREADGROUP. You called XREAD instead."; got != want {
+		t.Errorf("XREAD CLAIM: got %s want %s", got, want)
+	}
 }

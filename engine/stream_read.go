@@ -15,6 +15,7 @@ var (
 	errUnbalanced   = &Error{Msg: "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified."}
 	errXReadGroup   = &Error{Msg: "ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead."}
 	errXReadNoAck   = &Error{Msg: "ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead."}
+	errXReadClaim   = &Error{Msg: "ERR The CLAIM option is only supported by XREADGROUP. You called XREAD instead."}
 	errXReadGT      = &Error{Msg: "ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option."}
 	errTimeoutInt   = &Error{Msg: "ERR timeout is not an integer or out of range"}
 	errTimeoutNeg   = &Error{Msg: "ERR timeout is negative"}
@@ -207,6 +208,8 @@ func xreadSyntax(now int64, argv [][]byte) (xreadArgs, *Error) {
 			return a, errXReadGroup
 		case eqFold(o, "NOACK"):
 			return a, errXReadNoAck
+		case eqFold(o, "CLAIM") && more > 0: // Redis 8.4 (xreadgroup_claim.go)
+			return a, errXReadClaim
 		default:
 			return a, ErrSyntax
 		}
