@@ -206,7 +206,7 @@ func TestGroupTimes(t *testing.T) {
 		// consumer's active-time does not move.
 		{1600, "XREADGROUP GROUP g a STREAMS s 0", "[s [[1-1 [f 1]] [2-1 [f 2]]]]"},
 		{1700, "XINFO STREAM s FULL", "[length 4 radix-tree-keys 1 radix-tree-nodes 2 last-generated-id 4-1 " +
-			"max-deleted-entry-id 0-0 entries-added 4 recorded-first-entry-id 1-1 entries [[1-1 [f 1]] [2-1 [f 2]] [3-1 [f 3]] [4-1 [f 4]]] " +
+			"max-deleted-entry-id 0-0 entries-added 4 recorded-first-entry-id 1-1 idmp-duration 100 idmp-maxsize 100 pids-tracked 0 iids-tracked 0 iids-added 0 iids-duplicates 0 entries [[1-1 [f 1]] [2-1 [f 2]] [3-1 [f 3]] [4-1 [f 4]]] " +
 			"groups [[name g last-delivered-id 4-1 entries-read 4 lag 0 pel-count 3 nacked-count 0 pending [[1-1 a 1600 2] [2-1 a 1600 2] [4-1 b 1300 1]] " +
 			"consumers [[name a seen-time 1600 active-time 1100 pel-count 2 pending [[1-1 1600 2] [2-1 1600 2]]] " +
 			"[name b seen-time 1400 active-time 1300 pel-count 1 pending [[4-1 1300 1]]] " +

@@ -6,7 +6,8 @@ import (
 	"sort"
 )
 
-// Idempotent producers (Redis 8.6).
+// Idempotent producers (Redis 8.6; https://redis.io/docs/latest/commands/xadd/,
+// https://redis.io/docs/latest/commands/xcfgset/, t_stream.c).
 //
 //	XADD key ... IDMP pid iid ... * field value ...
 //	XADD key ... IDMPAUTO pid ... * field value ...
@@ -28,13 +29,26 @@ import (
 // XCFGSET that changes a value clears the remembered iids.
 //
 // XINFO STREAM reports idmp-duration, idmp-maxsize, pids-tracked,
-// iids-tracked, iids-added and iids-duplicates for streams that have used
-// IDMP or XCFGSET (the fields are left out otherwise, so replies of streams
-// that never used them stay those of Redis 7).
+// iids-tracked, iids-added and iids-duplicates for every stream, after
+// recorded-first-entry-id, as Redis 8.6 does.
+//
+// Differences left: Redis gives a stream the stream-idmp-* values of the
+// moment it is created and forgets expired iids from a timer (serverCron,
+// by entry ID time); here a stream follows the current configuration until
+// XCFGSET sets its own, and expiry runs at each XADD with IDMP/IDMPAUTO on
+// the stream (by record time), which every replica does at the same log
+// position. IDMPAUTO's digest is not XXH3 (its value is never shown).
 
 func init() {
 	register("xcfgset", cmdXCfgSet)
-	registerValidator("xcfgset", func(argv [][]byte) *Error { _, err := xcfgsetSyntax(argv); return err })
+	// The key is looked up before the options are read (no such key or
+	// WRONGTYPE come first), so only the arity is certain.
+	registerValidator("xcfgset", func(argv [][]byte) *Error {
+		if len(argv) < 2 {
+			return WrongArity("xcfgset")
+		}
+		return nil
+	})
 }
 
 // Defaults and ranges of the IDMP settings.
@@ -45,11 +59,20 @@ const (
 	idmpMaxMaxSize      = 10000
 )
 
+// Error texts of t_stream.c (streamParseAddOrTrimArgsOrReply, xcfgsetCommand).
+// The XCFGSET page lists "ERR invalid duration" / "ERR invalid maxsize";
+// the server sends the range messages below.
 var (
-	errIdmpExplicitID = &Error{Msg: "ERR IDMP and IDMPAUTO can be used only with auto-generated IDs"}
-	errIdmpDuration   = &Error{Msg: "ERR IDMP-DURATION must be between 1 and 86400"}
-	errIdmpMaxSize    = &Error{Msg: "ERR IDMP-MAXSIZE must be between 1 and 10000"}
-	errXCfgSetNoOpt   = &Error{Msg: "ERR At least one of IDMP-DURATION or IDMP-MAXSIZE must be specified"}
+	errIdmpExplicitID    = &Error{Msg: "ERR syntax error, IDMP/IDMPAUTO can be used only with auto-generated IDs"}
+	errIdmpTwice         = &Error{Msg: "ERR syntax error, IDMP/IDMPAUTO specified multiple times"}
+	errIdmpAutoEmptyPID  = &Error{Msg: "ERR syntax error, IDMPAUTO requires a non-empty producer ID"}
+	errIdmpEmptyPID      = &Error{Msg: "ERR syntax error, IDMP requires a non-empty producer ID"}
+	errIdmpEmptyIID      = &Error{Msg: "ERR syntax error, IDMP requires a non-empty idempotent ID"}
+	errIdmpDuration      = &Error{Msg: "ERR IDMP-DURATION must be between 1 and 86400 seconds"}
+	errIdmpMaxSize       = &Error{Msg: "ERR IDMP-MAXSIZE must be between 1 and 10000 entries"}
+	errIdmpDurationTwice = &Error{Msg: "ERR IDMP-DURATION specified multiple times"}
+	errIdmpMaxSizeTwice  = &Error{Msg: "ERR IDMP-MAXSIZE specified multiple times"}
+	errXCfgSetNoOpt      = &Error{Msg: "ERR At least one parameter must be specified"}
 )
 
 // idmpState is a stream's idempotency memory.
@@ -198,23 +221,34 @@ type xcfgsetArgs struct {
 	duration, maxSize int64 // 0 = not given
 }
 
+// xcfgsetSyntax parses XCFGSET's options as xcfgsetCommand does (after the
+// key was found).
 func xcfgsetSyntax(argv [][]byte) (xcfgsetArgs, *Error) {
 	var a xcfgsetArgs
-	if len(argv) < 2 {
-		return a, WrongArity("xcfgset")
-	}
 	for i := 2; i < len(argv); i += 2 {
 		more := len(argv) - 1 - i
 		switch o := argv[i]; {
 		case eqFold(o, "IDMP-DURATION") && more > 0:
+			if a.duration != 0 {
+				return a, errIdmpDurationTwice
+			}
 			v, ok := cgParseLL(argv[i+1])
-			if !ok || v < 1 || v > idmpMaxDuration {
+			if !ok {
+				return a, ErrNotInteger
+			}
+			if v < 1 || v > idmpMaxDuration {
 				return a, errIdmpDuration
 			}
 			a.duration = v
 		case eqFold(o, "IDMP-MAXSIZE") && more > 0:
+			if a.maxSize != 0 {
+				return a, errIdmpMaxSizeTwice
+			}
 			v, ok := cgParseLL(argv[i+1])
-			if !ok || v < 1 || v > idmpMaxMaxSize {
+			if !ok {
+				return a, ErrNotInteger
+			}
+			if v < 1 || v > idmpMaxMaxSize {
 				return a, errIdmpMaxSize
 			}
 			a.maxSize = v
@@ -229,9 +263,8 @@ func xcfgsetSyntax(argv [][]byte) (xcfgsetArgs, *Error) {
 }
 
 func cmdXCfgSet(e *Engine, now int64, argv [][]byte) Reply {
-	a, err := xcfgsetSyntax(argv)
-	if err != nil {
-		return err
+	if len(argv) < 2 {
+		return WrongArity("xcfgset")
 	}
 	s, werr := e.lookupStream(argv[1])
 	if werr != nil {
@@ -239,6 +272,10 @@ func cmdXCfgSet(e *Engine, now int64, argv [][]byte) Reply {
 	}
 	if s == nil {
 		return ErrNoSuchKey
+	}
+	a, err := xcfgsetSyntax(argv)
+	if err != nil {
+		return err
 	}
 	if s.idmp == nil {
 		s.idmp = &idmpState{}
@@ -260,19 +297,21 @@ func cmdXCfgSet(e *Engine, now int64, argv [][]byte) Reply {
 	return OK
 }
 
-// idmpXInfo is the XINFO STREAM fields of the stream's IDMP state, or nil.
+// idmpXInfo is the XINFO STREAM fields of the stream's IDMP state.
 func (s *Stream) idmpXInfo(cfg Config) Map {
-	if s.idmp == nil {
-		return nil
-	}
 	d, m := s.idmp.settings(cfg)
-	pids, iids := s.idmp.tracked()
+	var pids, iids int64
+	var added, dups uint64
+	if s.idmp != nil {
+		pids, iids = s.idmp.tracked()
+		added, dups = s.idmp.added, s.idmp.dups
+	}
 	return Map{
 		Bulk("idmp-duration"), Integer(d),
 		Bulk("idmp-maxsize"), Integer(m),
 		Bulk("pids-tracked"), Integer(pids),
 		Bulk("iids-tracked"), Integer(iids),
-		Bulk("iids-added"), Integer(int64(s.idmp.added)),
-		Bulk("iids-duplicates"), Integer(int64(s.idmp.dups)),
+		Bulk("iids-added"), Integer(int64(added)),
+		Bulk("iids-duplicates"), Integer(int64(dups)),
 	}
 }

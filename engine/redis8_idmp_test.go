@@ -31,13 +31,14 @@ func TestXAddIdmp(t *testing.T) {
 		{1007, "XADD nokey NOMKSTREAM IDMP p x * f 1", "nil"},
 		{1007, "XINFO STREAM s", "[length 2 radix-tree-keys 1 radix-tree-nodes 2 last-generated-id 1007-0 max-deleted-entry-id 1000-0 entries-added 6 recorded-first-entry-id 1005-0 idmp-duration 100 idmp-maxsize 100 pids-tracked 4 iids-tracked 6 iids-added 6 iids-duplicates 4 groups 0 first-entry [1005-0 [a 2 b 1]] last-entry [1007-0 [f 1]]]"},
 	})
-	// XINFO STREAM FULL carries the fields too; streams without IDMP do not.
-	if got := run(e, 1008, "XINFO STREAM s FULL"); !bytes.Contains([]byte(got), []byte("idmp-duration 100 idmp-maxsize 100 pids-tracked 4")) {
+	// XINFO STREAM FULL carries the fields too, at the same place; so does
+	// a stream that never used IDMP (t_stream.c xinfoReplyWithStreamInfo).
+	if got := run(e, 1008, "XINFO STREAM s FULL"); !bytes.Contains([]byte(got), []byte("recorded-first-entry-id 1005-0 idmp-duration 100 idmp-maxsize 100 pids-tracked 4 iids-tracked 6 iids-added 6 iids-duplicates 4 entries")) {
 		t.Fatalf("XINFO STREAM FULL: %s", got)
 	}
-	run(e, 1008, "XADD plain * f v")
-	if got := run(e, 1008, "XINFO STREAM plain"); bytes.Contains([]byte(got), []byte("idmp")) {
-		t.Fatalf("stream without IDMP shows IDMP fields: %s", got)
+	run(e, 1008, "XADD plain 1-1 f v")
+	if got, want := run(e, 1008, "XINFO STREAM plain"), "[length 1 radix-tree-keys 1 radix-tree-nodes 2 last-generated-id 1-1 max-deleted-entry-id 0-0 entries-added 1 recorded-first-entry-id 1-1 idmp-duration 100 idmp-maxsize 100 pids-tracked 0 iids-tracked 0 iids-added 0 iids-duplicates 0 groups 0 first-entry [1-1 [f v]] last-entry [1-1 [f v]]]"; got != want {
+		t.Fatalf("stream without IDMP:\n got  %s\n want %s", got, want)
 	}
 }
 
@@ -65,35 +66,84 @@ func TestIdmpExpiryAndMaxSize(t *testing.T) {
 	})
 }
 
+// Error texts and their order, from t_stream.c
+// (streamParseAddOrTrimArgsOrReply, xcfgsetCommand). The XCFGSET page
+// (https://redis.io/docs/latest/commands/xcfgset/) names "ERR invalid
+// duration" / "ERR invalid maxsize"; the server sends the range texts.
 func TestIdmpErrors(t *testing.T) {
 	e := New(DefaultConfig())
 	run(e, 1, "XADD s 1-1 f v")
 	run(e, 1, "SET str x")
+	// argv splits on spaces; "" is an empty argument.
+	argv := func(line string) [][]byte {
+		a := argvOf(line)
+		for i := range a {
+			if string(a[i]) == `""` {
+				a[i] = []byte{}
+			}
+		}
+		return a
+	}
+	// XADD's option errors come before the key is looked up.
 	for _, c := range []struct{ cmd, want string }{
-		{"XADD s IDMP p i 5-1 f v", "-" + errIdmpExplicitID.Msg},
-		{"XADD s IDMPAUTO p 5-* f v", "-" + errIdmpExplicitID.Msg},
-		{"XADD s IDMP p i IDMPAUTO p * f v", "-ERR syntax error"},
+		{"XADD s IDMP p i 5-1 f v", "-ERR syntax error, IDMP/IDMPAUTO can be used only with auto-generated IDs"},
+		{"XADD s IDMPAUTO p 5-* f v", "-ERR syntax error, IDMP/IDMPAUTO can be used only with auto-generated IDs"},
+		// Checked at the ID, before the fields' arity.
+		{"XADD str IDMP p i 5-1 f", "-ERR syntax error, IDMP/IDMPAUTO can be used only with auto-generated IDs"},
+		{"XADD s IDMP p i IDMPAUTO p * f v", "-ERR syntax error, IDMP/IDMPAUTO specified multiple times"},
+		{"XADD s IDMPAUTO p IDMP p i * f v", "-ERR syntax error, IDMP/IDMPAUTO specified multiple times"},
+		{`XADD s IDMPAUTO "" * f v`, "-ERR syntax error, IDMPAUTO requires a non-empty producer ID"},
+		{`XADD s IDMP "" i * f v`, "-ERR syntax error, IDMP requires a non-empty producer ID"},
+		{`XADD s IDMP p "" * f v`, "-ERR syntax error, IDMP requires a non-empty idempotent ID"},
 		{"XADD s IDMP p * f v", "-" + ErrInvalidStreamID.Msg}, // iid "*", then ID "f"
-		{"XCFGSET s", "-" + errXCfgSetNoOpt.Msg},
-		{"XCFGSET s IDMP-DURATION 0", "-" + errIdmpDuration.Msg},
-		{"XCFGSET s IDMP-DURATION 86401", "-" + errIdmpDuration.Msg},
-		{"XCFGSET s IDMP-DURATION x", "-" + errIdmpDuration.Msg},
-		{"XCFGSET s IDMP-MAXSIZE 0", "-" + errIdmpMaxSize.Msg},
-		{"XCFGSET s IDMP-MAXSIZE 10001", "-" + errIdmpMaxSize.Msg},
+	} {
+		if got := fmtReply(e.Exec(2, argv(c.cmd))); got != c.want {
+			t.Errorf("%s: got %s want %s", c.cmd, got, c.want)
+		}
+		if v := Validate(2, argv(c.cmd)); v == nil || "-"+v.Msg != c.want {
+			t.Errorf("Validate(%s) = %v, want %s", c.cmd, v, c.want)
+		}
+	}
+	// XCFGSET looks the key up first: only arity is certain beforehand.
+	for _, c := range []struct{ cmd, want string }{
+		{"XCFGSET s", "-ERR At least one parameter must be specified"},
+		{"XCFGSET s IDMP-DURATION 0", "-ERR IDMP-DURATION must be between 1 and 86400 seconds"},
+		{"XCFGSET s IDMP-DURATION 86401", "-ERR IDMP-DURATION must be between 1 and 86400 seconds"},
+		{"XCFGSET s IDMP-DURATION x", "-ERR value is not an integer or out of range"},
+		{"XCFGSET s IDMP-MAXSIZE 0", "-ERR IDMP-MAXSIZE must be between 1 and 10000 entries"},
+		{"XCFGSET s IDMP-MAXSIZE 10001", "-ERR IDMP-MAXSIZE must be between 1 and 10000 entries"},
+		{"XCFGSET s IDMP-DURATION 5 IDMP-DURATION 6", "-ERR IDMP-DURATION specified multiple times"},
+		{"XCFGSET s IDMP-MAXSIZE 5 IDMP-MAXSIZE 6", "-ERR IDMP-MAXSIZE specified multiple times"},
 		{"XCFGSET s IDMP-MAXSIZE", "-ERR syntax error"},
 		{"XCFGSET s BOGUS 1", "-ERR syntax error"},
+		{"XCFGSET nokey BOGUS 1", "-ERR no such key"},
+		{"XCFGSET str IDMP-MAXSIZE 0", "-" + ErrWrongType.Msg},
 	} {
 		if got := run(e, 2, c.cmd); got != c.want {
 			t.Errorf("%s: got %s want %s", c.cmd, got, c.want)
 		}
-		if v := Validate(2, argvOf(c.cmd)); v == nil || "-"+v.Msg != c.want {
-			t.Errorf("Validate(%s) = %v, want %s", c.cmd, v, c.want)
+		if v := Validate(2, argvOf(c.cmd)); v != nil {
+			t.Errorf("Validate(%s) = %v, want nil", c.cmd, v)
 		}
 	}
+	if v := Validate(2, argvOf("XCFGSET")); v == nil || v.Msg != "ERR wrong number of arguments for 'xcfgset' command" {
+		t.Errorf("Validate(XCFGSET) = %v", v)
+	}
 	runSteps(t, e, []step{
-		{2, "XCFGSET nokey IDMP-MAXSIZE 5", "-ERR no such key"},
-		{2, "XCFGSET str IDMP-MAXSIZE 5", "-" + ErrWrongType.Msg},
 		{2, "XLEN s", "1"},
+		{2, "XINFO STREAM s", "[length 1 radix-tree-keys 1 radix-tree-nodes 2 last-generated-id 1-1 max-deleted-entry-id 0-0 entries-added 1 recorded-first-entry-id 1-1 idmp-duration 100 idmp-maxsize 100 pids-tracked 0 iids-tracked 0 iids-added 0 iids-duplicates 0 groups 0 first-entry [1-1 [f v]] last-entry [1-1 [f v]]]"},
+	})
+}
+
+// A remembered (pid, iid) is answered even from a stream whose last ID is
+// the largest possible, before the exhausted-stream error (xaddCommand).
+func TestIdmpDuplicateOnExhaustedStream(t *testing.T) {
+	e := New(DefaultConfig())
+	runSteps(t, e, []step{
+		{5, "XADD s IDMP p i * f v", "5-0"},
+		{5, "XADD s 18446744073709551615-18446744073709551615 f v", "18446744073709551615-18446744073709551615"},
+		{6, "XADD s IDMP p i * f v", "5-0"},
+		{6, "XADD s IDMP p j * f v", "-ERR The stream has exhausted the last possible ID, unable to add more items"},
 	})
 }
 

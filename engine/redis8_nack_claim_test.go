@@ -37,7 +37,7 @@ func TestXNackModes(t *testing.T) {
 		{20, "XNACK s g FATAL IDS 1 5-1 FORCE", "1"},
 		{20, "XPENDING s g 5-1 5-1 1", "[[5-1  -1 " + fatal + "]]"},
 		// XINFO STREAM FULL: consumer "", delivery time 0, nacked-count.
-		{20, "XINFO STREAM s FULL COUNT 1", "[length 5 radix-tree-keys 2 radix-tree-nodes 6 last-generated-id 5-1 max-deleted-entry-id 0-0 entries-added 5 recorded-first-entry-id 1-1 entries [[1-1 [f 1]]] groups [[name g last-delivered-id 4-1 entries-read 4 lag 1 pel-count 5 nacked-count 5 pending [[1-1  0 0]] consumers [[name c seen-time 10 active-time 10 pel-count 0 pending []]]]]]"},
+		{20, "XINFO STREAM s FULL COUNT 1", "[length 5 radix-tree-keys 2 radix-tree-nodes 6 last-generated-id 5-1 max-deleted-entry-id 0-0 entries-added 5 recorded-first-entry-id 1-1 idmp-duration 100 idmp-maxsize 100 pids-tracked 0 iids-tracked 0 iids-added 0 iids-duplicates 0 entries [[1-1 [f 1]]] groups [[name g last-delivered-id 4-1 entries-read 4 lag 1 pel-count 5 nacked-count 5 pending [[1-1  0 0]] consumers [[name c seen-time 10 active-time 10 pel-count 0 pending []]]]]]"},
 		// XAUTOCLAIM takes owner-less entries whatever the min-idle-time.
 		{21, "XAUTOCLAIM s g d 3600000 0 COUNT 1", "[2-1 [[1-1 [f 1]]] []]"},
 		{21, "XPENDING s g - + 1", "[[1-1 d 0 1]]"},

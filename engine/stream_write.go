@@ -139,32 +139,44 @@ func parseAddOrTrim(argv [][]byte, xadd bool) (addArgs, int, *Error) {
 			}
 			a.trim.limit, a.trim.limitGiven = v, true
 			i++
-		case isPolicy(opt):
-			// Redis 8.2 KEEPREF | DELREF | ACKED. Naming two is a
-			// syntax error.
-			if a.trim.policyGiven {
-				return a, 0, ErrSyntax
-			}
+		case isPolicy(opt) && !a.trim.policyGiven:
+			// Redis 8.2 KEEPREF | DELREF | ACKED. A second one is parsed
+			// as XADD's ID (an invalid ID) or is XTRIM's syntax error, as
+			// in t_stream.c streamParseAddOrTrimArgsOrReply.
 			a.trim.policy, _ = parsePolicy(opt)
 			a.trim.policyGiven = true
-		case xadd && eqFold(opt, "IDMP") && more > 2:
+		case xadd && eqFold(opt, "IDMPAUTO") && more > 0:
+			// Redis 8.6 (idmp.go), with t_stream.c's error texts.
 			if a.idmpGiven {
-				return a, 0, ErrSyntax
+				return a, 0, errIdmpTwice
 			}
-			a.idmpGiven, a.idmpPID, a.idmpIID = true, argv[i+1], argv[i+2]
-			i += 2
-		case xadd && eqFold(opt, "IDMPAUTO") && more > 1:
-			if a.idmpGiven {
-				return a, 0, ErrSyntax
+			if len(argv[i+1]) == 0 {
+				return a, 0, errIdmpAutoEmptyPID
 			}
 			a.idmpGiven, a.idmpPID = true, argv[i+1]
 			i++
+		case xadd && eqFold(opt, "IDMP") && more >= 2:
+			if a.idmpGiven {
+				return a, 0, errIdmpTwice
+			}
+			if len(argv[i+1]) == 0 {
+				return a, 0, errIdmpEmptyPID
+			}
+			if len(argv[i+2]) == 0 {
+				return a, 0, errIdmpEmptyIID
+			}
+			a.idmpGiven, a.idmpPID, a.idmpIID = true, argv[i+1], argv[i+2]
+			i += 2
 		case xadd && eqFold(opt, "NOMKSTREAM"):
 			a.noMkStream = true
 		case xadd:
 			id, seqGiven, err := parseXAddID(opt)
 			if err != nil {
 				return a, 0, err
+			}
+			if a.idmpGiven {
+				// Checked here, before the arity of the fields.
+				return a, 0, errIdmpExplicitID
 			}
 			a.id, a.seqGiven, a.idGiven = id, seqGiven, true
 			return a, i, a.checkTrim(xadd)
@@ -224,9 +236,6 @@ func xaddSyntax(argv [][]byte) (addArgs, *Error) {
 	if a.idGiven && a.seqGiven && a.id.IsZero() {
 		return a, ErrXAddIDZero
 	}
-	if a.idmpGiven && a.idGiven {
-		return a, errIdmpExplicitID
-	}
 	a.fields = argv[fp:]
 	return a, nil
 }
@@ -246,11 +255,10 @@ func cmdXAdd(e *Engine, now int64, argv [][]byte) Reply {
 	} else if a.noMkStream {
 		return NullBulk{}
 	}
-	if s != nil && s.LastID == MaxID {
-		return errStreamExhausted
-	}
 	var pid, iid string
 	if a.idmpGiven {
+		// A remembered (pid, iid) is answered before the exhausted-stream
+		// check, as in t_stream.c xaddCommand.
 		pid = string(a.idmpPID)
 		if a.idmpIID != nil {
 			iid = string(a.idmpIID)
@@ -264,6 +272,9 @@ func cmdXAdd(e *Engine, now int64, argv [][]byte) Reply {
 				return BulkString(id.Append(make([]byte, 0, 24)))
 			}
 		}
+	}
+	if s != nil && s.LastID == MaxID {
+		return errStreamExhausted
 	}
 	last := ID{}
 	if s != nil {
