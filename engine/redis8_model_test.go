@@ -133,9 +133,8 @@ func runRedis8Model(t *testing.T, seed int64, ops int) {
 				live := m.live(id)
 				switch {
 				case p == "ACKED" && !acked(id):
-					if live {
-						code = "2"
-					}
+					code = "2" // still referenced, live or not (t_stream.c)
+					_ = live
 				case del(id):
 					code = "1"
 				}
