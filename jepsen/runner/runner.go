@@ -194,6 +194,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 		return nil, err
 	}
+	start := time.Now()
 	// 1. The servers under test, each behind its own client-link proxy.
 	sut, err := startNodes(cfg, log)
 	if err != nil {
@@ -208,6 +209,11 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	keys := make([]string, cfg.Keys)
 	for i := range keys {
 		keys[i] = fmt.Sprintf("jepsen:{s%d}", i)
+		if cfg.Addr != "" {
+			// A running cluster keeps the streams of earlier runs, whose
+			// entries this history did not write: streams of its own.
+			keys[i] = fmt.Sprintf("jepsen:%d:{s%d}", start.UnixNano(), i)
+		}
 	}
 	sut.keys = keys
 	wl := workload.New(workload.Config{Keys: keys, Clients: cfg.Clients, Seed: cfg.Seed, Timeout: cfg.OpTimeout,

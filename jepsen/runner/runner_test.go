@@ -13,6 +13,7 @@ import (
 
 	"github.com/raftstream/raftstream/jepsen/checker"
 	"github.com/raftstream/raftstream/jepsen/history"
+	"github.com/raftstream/raftstream/jepsen/local"
 	"github.com/raftstream/raftstream/jepsen/report"
 )
 
@@ -167,5 +168,34 @@ func TestRaftstreamMembershipChange(t *testing.T) {
 	}
 	if code := out.ExitCode(); code != report.ExitValid {
 		t.Fatalf("exit %d, want %d (valid)", code, report.ExitValid)
+	}
+}
+
+// TestRunningServerTwice: two runs against the same running server (Addr,
+// as the external driver does) are both valid: the second one must not
+// read the first one's entries as writes nobody made.
+func TestRunningServerTwice(t *testing.T) {
+	cfg := redisConfig(t, true, FaultStall, FaultReset)
+	port, err := local.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &local.Node{Name: "r", Bin: cfg.Bin, Args: cfg.Args, Port: port, Dir: t.TempDir()}
+	if err := n.Start(20 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n.Stop(5 * time.Second) })
+	cfg.Bin, cfg.Args, cfg.Addr = "", nil, n.Addr()
+	for i := 0; i < 2; i++ {
+		cfg.Out = t.TempDir()
+		out, err := Run(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code := out.ExitCode(); code != report.ExitValid {
+			var sum bytes.Buffer
+			_ = report.Summary(&sum, out.Results)
+			t.Fatalf("run %d: exit %d, want %d (valid)\n%s", i+1, code, report.ExitValid, sum.String())
+		}
 	}
 }
