@@ -2,6 +2,7 @@ package systest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -73,6 +74,7 @@ func (l *load) writer(k string) {
 		cancel()
 		now := time.Now()
 		if err != nil {
+			l.refreshOn(err)
 			time.Sleep(20 * time.Millisecond)
 			continue // outcome unknown or refused: not counted as acknowledged
 		}
@@ -93,6 +95,20 @@ func (l *load) writer(k string) {
 	}
 }
 
+// refreshOn makes the client re-read the slot map after an error that is
+// not a server reply (connection refused or reset, timeout), as a careful
+// go-redis application must: ClusterClient refreshes its slot map only on
+// MOVED/ASK or once it is 10 s old, and the node that was killed answers
+// no MOVED. When the killed node led every shard the writers saw, no
+// MOVED arrived at all and the outage measured was that refresh period
+// (up to 10 s minus the map's age at the kill), not the broker's failover.
+func (l *load) refreshOn(err error) {
+	var rerr redis.Error
+	if err != nil && !errors.As(err, &rerr) {
+		l.cc.ReloadState(context.Background())
+	}
+}
+
 func (l *load) consumer(k string) {
 	defer l.wg.Done()
 	for !l.stopped() {
@@ -100,6 +116,7 @@ func (l *load) consumer(k string) {
 		res, err := l.cc.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "g", Consumer: "c", Streams: []string{k, ">"}, Count: 50}).Result()
 		cancel()
 		if err != nil || len(res) == 0 || len(res[0].Messages) == 0 {
+			l.refreshOn(err)
 			time.Sleep(30 * time.Millisecond)
 			continue
 		}
@@ -208,11 +225,60 @@ func (l *load) verify(t *testing.T) {
 	t.Logf("verified %d acknowledged XADDs over %d streams", total, len(l.keys))
 }
 
+// failoverTimes measures, per key, how long after t0 a write to it is
+// first accepted through the nodes at addrs, following MOVED by hand (no
+// client-side slot cache): the broker's own failover time. A key never
+// accepted within budget gets budget.
+func failoverTimes(addrs []string, keys []string, t0 time.Time, budget time.Duration) []time.Duration {
+	out := make([]time.Duration, len(keys))
+	var wg sync.WaitGroup
+	for i, k := range keys {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithDeadline(context.Background(), t0.Add(budget))
+			defer cancel()
+			clients := map[string]*redis.Client{}
+			defer func() {
+				for _, c := range clients {
+					c.Close()
+				}
+			}()
+			out[i] = budget
+			target := addrs[i%len(addrs)]
+			for n := 0; ctx.Err() == nil; n++ {
+				cl := clients[target]
+				if cl == nil {
+					cl = redis.NewClient(&redis.Options{Addr: target, MaxRetries: -1, DialTimeout: 300 * time.Millisecond,
+						ReadTimeout: time.Second, WriteTimeout: time.Second})
+					clients[target] = cl
+				}
+				err := cl.XAdd(ctx, &redis.XAddArgs{Stream: k, Values: []string{"seq", "probe"}}).Err()
+				if err == nil {
+					out[i] = time.Since(t0)
+					return
+				}
+				if f := strings.Fields(err.Error()); len(f) == 3 && f[0] == "MOVED" {
+					target = f[2] // may still name the dead node until a new leader is elected
+					continue
+				}
+				target = addrs[n%len(addrs)]
+				time.Sleep(20 * time.Millisecond)
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
 // TestSystemKillLeaderUnderLoad (issue point 5b): with XADD and
 // XREADGROUP/XACK running on every shard of a 3-node cluster, the node
-// leading the most shards is killed with SIGKILL. Service resumes on the
-// other two (per-shard outage logged), the node restarts and catches up,
-// and no acknowledged write or group position is lost.
+// leading the most shards is killed with SIGKILL (up to all 16 when the
+// kill comes before leader balancing has spread them). Every shard accepts
+// writes through the other two within a few election timeouts (measured
+// without any client-side slot cache), the workload's ClusterClient
+// follows within one command timeout of that, the node restarts and
+// catches up, and no acknowledged write or group position is lost.
 func TestSystemKillLeaderUnderLoad(t *testing.T) {
 	c := startCluster(t, 3, 16)
 	addrs := []string{c.procs[0].addr(), c.procs[1].addr(), c.procs[2].addr()}
@@ -243,9 +309,35 @@ func TestSystemKillLeaderUnderLoad(t *testing.T) {
 		}
 	}
 	t.Logf("killing %s (leads %d shards) with SIGKILL", victim.name, best)
+	var survivors []string
+	for _, p := range c.procs {
+		if p != victim {
+			survivors = append(survivors, p.addr())
+		}
+	}
 	l.markKill()
+	t0 := time.Now()
 	victim.kill()
-	time.Sleep(8 * time.Second)
+	fo := failoverTimes(survivors, keys, t0, 20*time.Second)
+	var fos []string
+	var foWorst time.Duration
+	for i, d := range fo {
+		fos = append(fos, fmt.Sprintf("%d:%dms", i, d.Milliseconds()))
+		foWorst = max(foWorst, d)
+	}
+	t.Logf("server-side failover per shard (first write accepted through a survivor, MOVED followed by hand): %s (worst %v)", strings.Join(fos, " "), foWorst)
+	// The broker's bound: a follower notices the dead leader within one
+	// heartbeat timeout (500ms, randomized up to 1s) and an election round
+	// takes one election timeout (also 500ms-1s, randomized per group); 6s
+	// leaves room for a few split votes among the shards' simultaneous
+	// elections on a loaded machine.
+	if foWorst > 6*time.Second {
+		t.Errorf("worst server-side failover %v, want under 6s", foWorst)
+	}
+	// The workload's ClusterClient may lag the broker by one command still
+	// retrying against the dead node (3s timeout) plus a slot-map reload.
+	const clientLag = 5 * time.Second
+	time.Sleep(time.Until(t0.Add(max(8*time.Second, foWorst+clientLag+time.Second))))
 
 	l.mu.Lock()
 	var worst time.Duration
@@ -255,13 +347,13 @@ func TestSystemKillLeaderUnderLoad(t *testing.T) {
 		worst = max(worst, g)
 		gaps = append(gaps, fmt.Sprintf("%d:%dms", i, g.Milliseconds()))
 		if l.lastOK[k].Before(l.gapFrom) {
-			t.Errorf("shard %d (%s): no write acknowledged in 8s after the kill", i, k)
+			t.Errorf("shard %d (%s): no write acknowledged to the workload since the kill", i, k)
 		}
 	}
 	l.mu.Unlock()
-	t.Logf("longest write outage per shard after the kill: %s (worst %v)", strings.Join(gaps, " "), worst)
-	if worst > 6*time.Second {
-		t.Errorf("worst outage %v, want a few seconds", worst)
+	t.Logf("longest write outage per shard seen by the workload after the kill: %s (worst %v)", strings.Join(gaps, " "), worst)
+	if worst > foWorst+clientLag {
+		t.Errorf("worst workload outage %v, more than %v beyond the broker's failover (%v)", worst, clientLag, foWorst)
 	}
 
 	t1 := time.Now()
