@@ -213,27 +213,45 @@ func TestTrimAckedApprox(t *testing.T) {
 		{2, "XTRIM s MAXLEN ~ 0 ACKED", "0"},
 		{2, "XACK s g 1-1 2-1 3-1 4-1", "4"},
 		// The first two nodes are fully acked: freed; the third has 5-1
-		// pending and 6-1 undelivered: ~ stops there.
+		// pending and 6-1 undelivered: kept, and so are the later ones.
 		{2, "XTRIM s MAXLEN ~ 0 ACKED", "4"},
 		{2, "XACK s g 5-1", "1"},
-		{2, "XTRIM s MAXLEN ~ 0 ACKED", "0"},
+		// "~" is ignored under ACKED (t_stream.c streamTrim): 5-1 goes on
+		// its own though 6-1, in its node, stays.
+		{2, "XTRIM s MAXLEN ~ 0 ACKED", "1"},
 		{2, "XREADGROUP GROUP g c STREAMS s >", "[s [[6-1 [f 6]] [7-1 [f 7]] [8-1 [f 8]] [9-1 [f 9]]]]"},
 		{2, "XACK s g 6-1 7-1 8-1 9-1", "4"},
-		{2, "XTRIM s MAXLEN ~ 0 ACKED", "5"},
+		{2, "XTRIM s MAXLEN ~ 0 ACKED", "4"},
 		{2, "XLEN s", "0"},
 	})
-	// With no groups ACKED trims as KEEPREF does.
+	// With no groups ACKED trims as exact KEEPREF does: "~" is ignored.
 	a, b := New(Config{NodeMaxEntries: 2}), New(Config{NodeMaxEntries: 2})
 	for i := 1; i <= 20; i++ {
 		run(a, 1, fmt.Sprintf("XADD s %d-1 f %d", i, i))
 		run(b, 1, fmt.Sprintf("XADD s %d-1 f %d", i, i))
 	}
 	for _, trim := range []string{"MAXLEN ~ 15", "MINID 8-1", "MAXLEN 9", "MINID ~ 16-1"} {
-		ga, gb := run(a, 2, "XTRIM s "+trim), run(b, 2, "XTRIM s "+trim+" ACKED")
+		ga, gb := run(a, 2, "XTRIM s "+strings.Replace(trim, "~ ", "", 1)), run(b, 2, "XTRIM s "+trim+" ACKED")
 		ra, rb := run(a, 2, "XRANGE s - +"), run(b, 2, "XRANGE s - +")
 		if ga != gb || ra != rb {
 			t.Fatalf("%s: KEEPREF %s %s, ACKED %s %s", trim, ga, ra, gb, rb)
 		}
+	}
+	// Under DELREF "~" is ignored too: MAXLEN ~ 4 trims to exactly 4 where
+	// KEEPREF frees whole nodes only.
+	k, d := New(Config{NodeMaxEntries: 2}), New(Config{NodeMaxEntries: 2})
+	for i := 1; i <= 9; i++ {
+		run(k, 1, fmt.Sprintf("XADD s %d-1 f %d", i, i))
+		run(d, 1, fmt.Sprintf("XADD s %d-1 f %d", i, i))
+	}
+	if got := run(k, 2, "XTRIM s MAXLEN ~ 4"); got == "5" {
+		t.Fatalf("KEEPREF ~ trimmed exactly (%s): the case shows nothing", got)
+	}
+	if got := run(d, 2, "XTRIM s MAXLEN ~ 4 DELREF"); got != "5" {
+		t.Fatalf("DELREF ~: trimmed %s, want 5", got)
+	}
+	if got := run(d, 2, "XRANGE s - +"); got != "[[6-1 [f 6]] [7-1 [f 7]] [8-1 [f 8]] [9-1 [f 9]]]" {
+		t.Fatalf("DELREF ~ left %s", got)
 	}
 }
 

@@ -117,13 +117,14 @@ func maxID(a, b ID) ID {
 	return a
 }
 
-// trimWithRefs is trim under DELREF or ACKED. Whole nodes go from the head
-// while the strategy wants them (and, under ACKED, while every live entry
-// in them is acked); approximate trimming stops at the first node it cannot
-// free. Exact trimming then deletes single entries: under DELREF up to the
-// strategy's bound as KEEPREF does; under ACKED it skips entries that are
-// not acked and goes on with the following ones (nodes left with no live
-// entry are freed) until the strategy is satisfied or its bound reached.
+// trimWithRefs is trim under DELREF or ACKED, as t_stream.c streamTrim does
+// it: "~" is ignored (every entry is judged on its own; LIMIT still bounds
+// the work node by node). From the head, a node the strategy wants whole
+// (eligible) goes at once under DELREF, or under ACKED if every live entry
+// in it is acked; otherwise its entries are deleted one by one until the
+// strategy is satisfied, ACKED skipping entries still referenced. After an
+// eligible node trimming goes on with the next one (the node is freed if
+// nothing is left in it); after a node that was not eligible it stops.
 func (s *Stream) trimWithRefs(a *trimArgs) int64 {
 	r := &s.rax
 	var deleted int64
@@ -159,11 +160,14 @@ func (s *Stream) trimWithRefs(a *trimArgs) int64 {
 			deleted += entries
 			continue
 		}
-		if a.approx {
-			break
+		var eligible bool
+		if a.strategy == trimMaxLen {
+			eligible = s.Length-uint64(entries) >= uint64(a.maxLen)
+		} else {
+			eligible = n.last.Less(a.minID)
 		}
 		deleted += s.trimInNode(n, a)
-		if a.policy != policyAcked {
+		if !eligible {
 			break
 		}
 		if live, _ := n.counts(); live == 0 {
