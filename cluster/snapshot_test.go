@@ -95,9 +95,13 @@ func TestFollowerCatchesUpFromSnapshot(t *testing.T) {
 		}
 		r := n.shard(0).s.Raft()
 		snap, last := raftStat(t, r, "last_snapshot_index"), raftStat(t, r, "last_log_index")
-		if last <= trailing || min(snap, last-trailing) <= followerLast {
+		var cut uint64 // raft deleted the entries up to cut
+		if last > trailing {
+			cut = min(snap, last-trailing)
+		}
+		if cut <= followerLast {
 			t.Fatalf("node %s: snapshot %d, last index %d: log kept from %d, follower stopped at %d",
-				n.ID(), snap, last, min(snap, last-trailing)+1, followerLast)
+				n.ID(), snap, last, cut+1, followerLast)
 		}
 		if snapIdx == 0 || snap < snapIdx {
 			snapIdx = snap
