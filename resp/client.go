@@ -46,6 +46,10 @@ type client struct {
 		user     string // ACL user ("" = default)
 	}
 
+	// out counts and limits the output not yet written (limits_buf.go);
+	// nil for connections not accepted by Serve.
+	out *outConn
+
 	blocked   atomic.Bool
 	closedFlg atomic.Bool
 	lastAt    atomic.Int64 // unix ms of the last command
@@ -63,13 +67,18 @@ func newClient(id int64, rc redcon.Conn) *client {
 // write appends r to the connection's output buffer (flushed by redcon
 // after the pipeline, or by flushNow).
 func (c *client) write(r reply, proto int) {
-	c.lastAt.Store(time.Now().UnixMilli())
-	c.rc.WriteRaw(AppendReply(nil, r, proto))
+	c.writeRaw(AppendReply(nil, r, proto))
 }
 
 // writeRaw appends an already encoded reply (a forwarded one).
+// Past the output buffer limit the reply is dropped and the connection
+// closed.
 func (c *client) writeRaw(raw []byte) {
 	c.lastAt.Store(time.Now().UnixMilli())
+	if c.out != nil && !c.out.reserve(len(raw)) {
+		c.close()
+		return
+	}
 	c.rc.WriteRaw(raw)
 }
 

@@ -22,8 +22,9 @@ type Limits struct {
 	IdleTimeout time.Duration
 	// WriteTimeout closes a connection whose pending output could not be
 	// written for this long: a client that stops reading a huge reply is
-	// disconnected instead of pinning the reply's memory (Redis's
-	// client-output-buffer-limit, by time rather than bytes). 0 = never.
+	// disconnected instead of pinning the reply's memory (a time-based
+	// complement to client-output-buffer-limit, which counts bytes:
+	// limits_buf.go). 0 = never.
 	WriteTimeout time.Duration
 	// MaxMemory makes commands flagged denyoom (XADD, SET, XGROUP CREATE,
 	// ...) fail with -OOM while the heap holds more than this many bytes;

@@ -7,6 +7,7 @@ import (
 	"net"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -179,8 +180,14 @@ func TestSlowReaderDisconnected(t *testing.T) {
 	if got := do(t, w, "XLEN", "big"); got != ":2000\r\n" {
 		t.Errorf("other client: %q", got)
 	}
-	// The slow client is dropped: draining what was sent ends in EOF/reset.
-	time.Sleep(time.Second)
+	// The slow client is dropped (it leaves CLIENT LIST without having read
+	// anything; building the replies may take seconds on a loaded machine);
+	// draining what was sent then ends in EOF/reset.
+	for deadline := time.Now().Add(60 * time.Second); strings.Count(do(t, w, "CLIENT", "LIST"), "id=") > 1; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the slow reader is still connected after 60s")
+		}
+	}
 	_ = slow.SetReadDeadline(time.Now().Add(5 * time.Second))
 	n, err := io.Copy(io.Discard, slow)
 	var ne net.Error

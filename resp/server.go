@@ -86,6 +86,7 @@ type Server struct {
 
 	acl      *aclStore                // users and ACL LOG (acl.go)
 	mem      atomic.Pointer[memWatch] // maxmemory verdict (limits.go); nil = no limit
+	buf      bufLimits                // client output buffer limit (limits_buf.go)
 	fwd      *forwarder               // nil unless Config.Forwarding
 	sem      []chan struct{}          // per shard: pipelined writes in flight (MaxInFlight)
 	waiters  *waiters
@@ -125,6 +126,7 @@ func New(be Backend, cfg Config) *Server {
 	s := &Server{cfg: cfg, be: be, log: log, started: time.Now(), clients: map[int64]*client{},
 		conf: map[string]string{}, waiters: newWaiters(), drained: make(chan struct{})}
 	s.acl = newACLStore(cfg.RequirePass)
+	s.buf.init(log.Warn)
 	if cfg.Forwarding {
 		s.fwd = newForwarder(cfg.RequirePass)
 	}
@@ -144,7 +146,8 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.rs = redcon.NewServer(ln.Addr().String(), s.serveRESP, s.accept, s.closed)
 	rs := s.rs
 	s.mu.Unlock()
-	return rs.Serve(&drainListener{Listener: guardListener{Listener: ln, maxBulk: s.cfg.ProtoMaxBulkLen}, drained: s.drained})
+	ln = guardListener{Listener: outListener{Listener: ln, lim: &s.buf}, maxBulk: s.cfg.ProtoMaxBulkLen}
+	return rs.Serve(&drainListener{Listener: ln, drained: s.drained})
 }
 
 // Shutdown stops accepting connections, lets command batches in flight
@@ -221,6 +224,7 @@ func (s *Server) accept(rc redcon.Conn) bool {
 		return false
 	}
 	c := newClient(s.nextID.Add(1), rc)
+	c.out = outConnOf(rc.NetConn())
 	c.user = s.acl.defaultAuto()
 	c.authed = c.user != nil
 	rc.SetContext(c)
@@ -330,8 +334,12 @@ func (s *Server) runPipeline(c *client, argvs [][][]byte) {
 			for k, r := range run {
 				unit[k] = r.argv
 			}
-			out, er := s.readUnit(c, run[0].shard, run[0].slot, unit)
+			out, ran, er := s.readRunBounded(c, run[0].shard, run[0].slot, unit)
 			for k, r := range run {
+				if er == nil && k >= ran {
+					c.dropForOutput() // not run: past the output limit
+					break
+				}
 				s.cmdm.observe(r.name, r.start)
 				rep := er
 				if er == nil {
@@ -544,13 +552,22 @@ func (s *Server) read(c *client, shard, slot int, argv [][]byte) reply {
 
 // futureLike is what waitOne needs from a submitted unit (an *fsm.Future).
 type futureLike interface {
+	Done() <-chan struct{}
 	Wait(ctx context.Context) ([]engine.Reply, error)
 }
 
 // waitOne waits for a one-command unit and maps its outcome to a reply.
 func (s *Server) waitOne(f futureLike, slot int) reply {
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.WriteTimeout)
-	defer cancel()
+	ctx := context.Background()
+	select {
+	case <-f.Done():
+		// Already answered, like most writes of a pipeline once the first
+		// one's entry has applied: no deadline (and no timer) needed.
+	default:
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.cfg.WriteTimeout)
+		defer cancel()
+	}
 	rs, err := f.Wait(ctx)
 	if err != nil {
 		return s.mapError(err, slot)

@@ -1,0 +1,390 @@
+package resp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/raftstream/raftstream/engine"
+)
+
+// Client output buffer limit (Redis's client-output-buffer-limit for the
+// normal class), changeable at run time with CONFIG SET.
+//
+// Output buffer: the reply bytes produced for a connection and not yet
+// written to its socket (replies of a pipeline accumulate until the
+// pipeline is flushed; a client that does not read keeps them pending).
+// Above the hard limit, or above the soft limit for soft-seconds without
+// interruption, the connection is closed and what it had pending dropped.
+// Redis's default for normal clients is no limit; raftstream's is
+// "normal 1gb 256mb 60", so a client that pipelines huge XRANGEs and stops
+// reading cannot hold more than a gigabyte of replies, while a reader that
+// keeps up is never cut off. CONFIG SET client-output-buffer-limit "normal
+// 0 0 0" restores Redis's behaviour. The time-based Limits.WriteTimeout
+// (--client-output-timeout) applies as well.
+const (
+	defaultOutputHard     = 1 << 30
+	defaultOutputSoft     = 256 << 20
+	defaultOutputSoftSecs = 60
+)
+
+// Redis's (unenforced here) defaults for the replica and pubsub classes,
+// kept so that CONFIG GET shows, and CONFIG SET round-trips, all three.
+var defaultOtherClasses = map[string][3]int64{
+	"slave":  {256 << 20, 64 << 20, 60},
+	"pubsub": {32 << 20, 8 << 20, 60},
+}
+
+// bufLimits holds the live limit and the disconnect counter.
+type bufLimits struct {
+	outHard, outSoft atomic.Int64 // 0 = no limit
+	outSoftSecs      atomic.Int64
+	outDrops         atomic.Int64
+	mu               sync.Mutex
+	other            map[string][3]int64 // slave, pubsub (reported only)
+	log              func(msg string, args ...any)
+}
+
+func (b *bufLimits) init(log func(string, ...any)) {
+	b.outHard.Store(defaultOutputHard)
+	b.outSoft.Store(defaultOutputSoft)
+	b.outSoftSecs.Store(defaultOutputSoftSecs)
+	b.other = map[string][3]int64{}
+	for k, v := range defaultOtherClasses {
+		b.other[k] = v
+	}
+	b.log = log
+}
+
+func addrString(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	return a.String()
+}
+
+// outConn counts a connection's reply bytes not yet written to its socket
+// and enforces the output buffer limit. client.write adds what it appends
+// to redcon's buffer (reserve); Write, called by redcon's flush, writes in
+// chunks and subtracts what reached the socket.
+type outConn struct {
+	net.Conn
+	lim     *bufLimits
+	pending atomic.Int64
+	// over is set once the limit was exceeded: the connection is being
+	// closed and further replies are dropped.
+	over atomic.Bool
+	// softGen identifies the current stretch above the soft limit (0 =
+	// below); a timer per stretch closes the connection if it is still the
+	// same stretch soft-seconds later.
+	mu      sync.Mutex
+	softGen uint64
+	nextGen uint64
+}
+
+// outChunk is how much one Write hands to the socket at a time, so the
+// pending count follows a slow reader's progress.
+const outChunk = 64 << 10
+
+// errOutputBufferLimit is returned by Write on a connection dropped for its
+// output buffer.
+var errOutputBufferLimit = errors.New("client reached its output buffer limit")
+
+// reserve accounts n more pending bytes before they are appended; false
+// means the connection went over its limit (it is being closed: drop the
+// reply).
+func (o *outConn) reserve(n int) bool {
+	if o.over.Load() {
+		return false
+	}
+	p := o.pending.Add(int64(n))
+	if hard := o.lim.outHard.Load(); hard > 0 && p > hard {
+		o.drop(fmt.Sprintf("hard limit %d", hard), p)
+		return false
+	}
+	o.checkSoft(p)
+	return true
+}
+
+// checkSoft starts or ends a stretch above the soft limit.
+func (o *outConn) checkSoft(p int64) {
+	soft, secs := o.lim.outSoft.Load(), o.lim.outSoftSecs.Load()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if soft <= 0 || p <= soft {
+		o.softGen = 0
+		return
+	}
+	if o.softGen != 0 {
+		return
+	}
+	o.nextGen++
+	gen := o.nextGen
+	o.softGen = gen
+	time.AfterFunc(time.Duration(secs)*time.Second, func() {
+		o.mu.Lock()
+		still := o.softGen == gen
+		o.mu.Unlock()
+		if still {
+			o.drop(fmt.Sprintf("soft limit %d for %ds", soft, secs), o.pending.Load())
+		}
+	})
+}
+
+// drop closes the connection for its output buffer (once): the socket is
+// reset so the kernel discards what it still queues for the peer.
+func (o *outConn) drop(why string, pending int64) {
+	if o.over.Swap(true) {
+		return
+	}
+	o.lim.outDrops.Add(1)
+	if o.lim.log != nil {
+		o.lim.log("closing client that reached its output buffer limit", "addr", addrString(o.RemoteAddr()), "omem", pending, "limit", why)
+	}
+	if tc := tcpConnOf(o.Conn); tc != nil {
+		_ = tc.SetLinger(0)
+	}
+	_ = o.Conn.Close()
+}
+
+// tcpConnOf finds the TCP socket under the listener wrappers.
+func tcpConnOf(c net.Conn) *net.TCPConn {
+	for i := 0; i < 8 && c != nil; i++ {
+		switch x := c.(type) {
+		case *net.TCPConn:
+			return x
+		case *limitConn:
+			c = x.Conn
+		case interface{ NetConn() net.Conn }: // *tls.Conn
+			c = x.NetConn()
+		default:
+			return nil
+		}
+	}
+	return nil
+}
+
+// Write writes p (redcon's flush) in chunks, releasing the pending count
+// as bytes reach the socket.
+func (o *outConn) Write(p []byte) (int, error) {
+	written := 0
+	for written < len(p) {
+		if o.over.Load() {
+			return written, errOutputBufferLimit
+		}
+		n := min(len(p)-written, outChunk)
+		m, err := o.Conn.Write(p[written : written+n])
+		written += m
+		o.checkSoft(o.pending.Add(-int64(m)))
+		if err != nil {
+			if o.over.Load() {
+				err = errOutputBufferLimit
+			}
+			return written, err
+		}
+	}
+	return written, nil
+}
+
+// Pending is the reply bytes not yet written (CLIENT LIST omem).
+func (o *outConn) Pending() int64 {
+	if o == nil {
+		return 0
+	}
+	return max(o.pending.Load(), 0)
+}
+
+// SyscallConn exposes the socket (blocked readers peek at it).
+func (o *outConn) SyscallConn() (syscall.RawConn, error) {
+	if sc, ok := o.Conn.(syscall.Conn); ok {
+		return sc.SyscallConn()
+	}
+	return nil, syscall.EINVAL
+}
+
+// outListener wraps accepted connections in outConn.
+type outListener struct {
+	net.Listener
+	lim *bufLimits
+}
+
+func (l outListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &outConn{Conn: c, lim: l.lim}, nil
+}
+
+// outConnOf finds the outConn under redcon's connection (a guardConn).
+func outConnOf(c net.Conn) *outConn {
+	if g, ok := c.(*guardConn); ok {
+		c = g.Conn
+	}
+	o, _ := c.(*outConn)
+	return o
+}
+
+// parseMemory parses a Redis memory value: a byte count with an optional
+// unit (k=1000, kb=1024, m, mb, g, gb; case-insensitive).
+func parseMemory(s string) (int64, bool) {
+	s = strings.ToLower(strings.TrimSpace(s))
+	mul := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mul    int64
+	}{{"gb", 1 << 30}, {"mb", 1 << 20}, {"kb", 1 << 10}, {"g", 1e9}, {"m", 1e6}, {"k", 1e3}, {"b", 1}} {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mul = strings.TrimSuffix(s, u.suffix), u.mul
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 || (n > 0 && mul > (1<<63-1)/n) {
+		return 0, false
+	}
+	return n * mul, true
+}
+
+// outputLimitString is CONFIG GET client-output-buffer-limit.
+func (b *bufLimits) outputLimitString() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	sl, ps := b.other["slave"], b.other["pubsub"]
+	return fmt.Sprintf("normal %d %d %d slave %d %d %d pubsub %d %d %d",
+		b.outHard.Load(), b.outSoft.Load(), b.outSoftSecs.Load(), sl[0], sl[1], sl[2], ps[0], ps[1], ps[2])
+}
+
+// setOutputLimit parses CONFIG SET client-output-buffer-limit's value
+// ("<class> <hard> <soft> <soft-seconds>" repeated) and returns a function
+// applying it, or Redis's error.
+func (b *bufLimits) setOutputLimit(v string) (func(), *errReply) {
+	bad := errorf("ERR CONFIG SET failed (possibly related to argument 'client-output-buffer-limit') - Wrong number of arguments in buffer limit configuration.")
+	f := strings.Fields(v)
+	if len(f) == 0 || len(f)%4 != 0 {
+		return nil, bad
+	}
+	type class struct {
+		name string
+		v    [3]int64
+	}
+	var cs []class
+	for i := 0; i < len(f); i += 4 {
+		name := strings.ToLower(f[i])
+		switch name {
+		case "normal", "slave", "replica", "pubsub":
+		default:
+			return nil, errorf("ERR CONFIG SET failed (possibly related to argument 'client-output-buffer-limit') - Invalid client class specified in buffer limit configuration.")
+		}
+		if name == "replica" {
+			name = "slave"
+		}
+		hard, ok1 := parseMemory(f[i+1])
+		soft, ok2 := parseMemory(f[i+2])
+		secs, err := strconv.ParseInt(f[i+3], 10, 64)
+		if !ok1 || !ok2 || err != nil || secs < 0 {
+			return nil, errorf("ERR CONFIG SET failed (possibly related to argument 'client-output-buffer-limit') - Error in hard, soft or soft_seconds setting in buffer limit configuration.")
+		}
+		cs = append(cs, class{name, [3]int64{hard, soft, secs}})
+	}
+	return func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		for _, c := range cs {
+			if c.name == "normal" {
+				b.outHard.Store(c.v[0])
+				b.outSoft.Store(c.v[1])
+				b.outSoftSecs.Store(c.v[2])
+				continue
+			}
+			b.other[c.name] = c.v
+		}
+	}, nil
+}
+
+// set parses a CONFIG SET value of client-output-buffer-limit.
+func (b *bufLimits) set(name, v string) (func(), *errReply) { return b.setOutputLimit(v) }
+
+// readRunBounded runs a run of plain reads on one shard like readUnit, but
+// stops once the replies would take the connection past its hard output
+// limit: the rest of the run is not executed (they are reads: nothing is
+// lost) and ran counts those that were; writing the reply that crossed the
+// limit closes the connection. Without this a pipeline of huge reads would
+// hold every reply in memory at once, whatever the limit.
+func (s *Server) readRunBounded(c *client, shard, slot int, unit [][][]byte) (out []reply, ran int, er reply) {
+	var budget int64 // 0 = no limit
+	if hard := s.buf.outHard.Load(); hard > 0 && c.out != nil {
+		budget = max(hard-c.out.Pending(), 1)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.WriteTimeout)
+	defer cancel()
+	now := nowMs()
+	out = make([]reply, len(unit))
+	err := s.be.Read(ctx, shard, c.readonly, func(e *engine.Engine) {
+		var total int64
+		ran = 0
+		for i, argv := range unit {
+			out[i] = e.Exec(now, argv)
+			ran++
+			if budget > 0 {
+				if total += replySize(out[i]); total > budget {
+					return
+				}
+			}
+		}
+	})
+	if err != nil {
+		return nil, 0, s.mapError(err, slot)
+	}
+	return out, ran, nil
+}
+
+// replySize is a lower bound of r's encoded size (RESP2 or RESP3),
+// computed without encoding it: a run stopped on it has surely passed the
+// limit.
+func replySize(r reply) int64 {
+	switch v := r.(type) {
+	case engine.BulkString:
+		return int64(len(v)) + 6 // "$0\r\n" + payload + "\r\n"
+	case engine.SimpleString:
+		return int64(len(v)) + 3
+	case *engine.Error:
+		return int64(len(v.Msg)) + 3
+	case engine.Array:
+		return listSize(v)
+	case engine.Map:
+		return listSize(v)
+	case engine.PairMap:
+		return listSize(v) // RESP3 has no per-pair header
+	case engine.Set:
+		return listSize(v)
+	}
+	return 3 // the shortest reply, "_\r\n"
+}
+
+func listSize(l []reply) int64 {
+	n := int64(4) // "*0\r\n"
+	for _, e := range l {
+		n += replySize(e)
+	}
+	return n
+}
+
+// dropForOutput closes c for its output buffer if writing the replies did
+// not already (a safety net: replySize never overestimates).
+func (c *client) dropForOutput() {
+	if c.isClosed() {
+		return
+	}
+	if c.out != nil {
+		c.out.drop("hard limit (read run)", c.out.Pending())
+	}
+	c.close()
+}
