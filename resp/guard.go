@@ -27,6 +27,12 @@ type guardConn struct {
 	dead      bool   // an error header was produced: read no more
 	tail      []byte // the error header, delivered in a Read of its own
 	rerr      error  // read error to return once out is drained
+
+	// lim is the server's client-query-buffer-limit (limits_buf.go); cur
+	// counts the bytes of the command being received (what redcon must
+	// buffer before it can parse it).
+	lim *bufLimits
+	cur int64
 }
 
 type guardState uint8
@@ -89,57 +95,74 @@ func (g *guardConn) SyscallConn() (syscall.RawConn, error) {
 
 func (g *guardConn) scan(b []byte) {
 	for len(b) > 0 && !g.dead {
-		switch g.state {
-		case gPass:
+		before := len(b)
+		b = g.step(b)
+		if g.state == gFrame {
+			g.cur = 0
+			continue
+		}
+		g.cur += int64(before - len(b))
+		if g.lim.queryOver(g.cur, g.Conn) {
+			// Closed without a reply, as Redis does; the complete
+			// commands before this one still run.
+			g.dead, g.rerr = true, errQueryBufferLimit
+		}
+	}
+}
+
+// step consumes the start of b in the current state and returns the rest.
+func (g *guardConn) step(b []byte) []byte {
+	switch g.state {
+	case gPass:
+		g.out = append(g.out, b...)
+		return nil
+	case gFrame:
+		if b[0] == '*' {
+			g.state, g.line = gCount, g.line[:0]
+		} else {
+			g.state = gInline
+		}
+	case gInline:
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
 			g.out = append(g.out, b...)
-			return
-		case gFrame:
-			if b[0] == '*' {
-				g.state, g.line = gCount, g.line[:0]
+			return nil
+		}
+		g.out = append(g.out, b[:i+1]...)
+		b = b[i+1:]
+		g.state = gFrame
+	case gCount, gHeader:
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			g.line = append(g.line, b...)
+			b = nil
+			if len(g.line) > maxHeaderLine {
+				g.out = append(g.out, g.line...)
+				g.state = gPass
+			}
+			return nil
+		}
+		g.line = append(g.line, b[:i+1]...)
+		b = b[i+1:]
+		g.header()
+	case gBody:
+		n := int64(len(b))
+		if n > g.skip {
+			n = g.skip
+		}
+		g.out = append(g.out, b[:n]...)
+		b = b[n:]
+		g.skip -= n
+		if g.skip == 0 {
+			g.remaining--
+			if g.remaining == 0 {
+				g.state = gFrame
 			} else {
-				g.state = gInline
-			}
-		case gInline:
-			i := bytes.IndexByte(b, '\n')
-			if i < 0 {
-				g.out = append(g.out, b...)
-				return
-			}
-			g.out = append(g.out, b[:i+1]...)
-			b = b[i+1:]
-			g.state = gFrame
-		case gCount, gHeader:
-			i := bytes.IndexByte(b, '\n')
-			if i < 0 {
-				g.line = append(g.line, b...)
-				b = nil
-				if len(g.line) > maxHeaderLine {
-					g.out = append(g.out, g.line...)
-					g.state = gPass
-				}
-				continue
-			}
-			g.line = append(g.line, b[:i+1]...)
-			b = b[i+1:]
-			g.header()
-		case gBody:
-			n := int64(len(b))
-			if n > g.skip {
-				n = g.skip
-			}
-			g.out = append(g.out, b[:n]...)
-			b = b[n:]
-			g.skip -= n
-			if g.skip == 0 {
-				g.remaining--
-				if g.remaining == 0 {
-					g.state = gFrame
-				} else {
-					g.state, g.line = gHeader, g.line[:0]
-				}
+				g.state, g.line = gHeader, g.line[:0]
 			}
 		}
 	}
+	return b
 }
 
 // header handles a complete "*n\r\n" or "$n\r\n" line in g.line.
@@ -184,6 +207,7 @@ func (g *guardConn) header() {
 type guardListener struct {
 	net.Listener
 	maxBulk int64
+	lim     *bufLimits
 }
 
 func (l guardListener) Accept() (net.Conn, error) {
@@ -191,5 +215,7 @@ func (l guardListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newGuardConn(c, l.maxBulk), nil
+	g := newGuardConn(c, l.maxBulk)
+	g.lim = l.lim
+	return g, nil
 }

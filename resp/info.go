@@ -100,6 +100,7 @@ func (s *Server) infoSection(c *client, b *strings.Builder, sec string) {
 		w("total_connections_received", s.stats.connections.Load())
 		w("total_commands_processed", s.stats.commands.Load())
 		w("rejected_connections", s.stats.rejected.Load())
+		w("client_query_buffer_limit_disconnections", s.buf.queryDrops.Load())
 		w("client_output_buffer_limit_disconnections", s.buf.outDrops.Load())
 	case "replication":
 		b.WriteString("# Replication\r\n")

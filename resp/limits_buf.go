@@ -15,8 +15,16 @@ import (
 	"github.com/raftstream/raftstream/engine"
 )
 
-// Client output buffer limit (Redis's client-output-buffer-limit for the
-// normal class), changeable at run time with CONFIG SET.
+// Client buffer limits (Redis's client-query-buffer-limit and
+// client-output-buffer-limit for the normal class), changeable at run time
+// with CONFIG SET.
+//
+// Query buffer: the bytes of the one command a connection has begun and not
+// finished sending (redcon must hold all of them before it can parse the
+// command). Above the limit the connection is closed without a reply, as
+// Redis does ("closing client that reached max query buffer length"); a
+// client sending an endless multibulk cannot grow the server's memory.
+// Default 1gb, as Redis.
 //
 // Output buffer: the reply bytes produced for a connection and not yet
 // written to its socket (replies of a pipeline accumulate until the
@@ -30,9 +38,11 @@ import (
 // 0 0 0" restores Redis's behaviour. The time-based Limits.WriteTimeout
 // (--client-output-timeout) applies as well.
 const (
-	defaultOutputHard     = 1 << 30
-	defaultOutputSoft     = 256 << 20
-	defaultOutputSoftSecs = 60
+	defaultQueryBufferLimit = 1 << 30
+	minQueryBufferLimit     = 1 << 20 // Redis refuses less than 1mb
+	defaultOutputHard       = 1 << 30
+	defaultOutputSoft       = 256 << 20
+	defaultOutputSoftSecs   = 60
 )
 
 // Redis's (unenforced here) defaults for the replica and pubsub classes,
@@ -42,17 +52,19 @@ var defaultOtherClasses = map[string][3]int64{
 	"pubsub": {32 << 20, 8 << 20, 60},
 }
 
-// bufLimits holds the live limit and the disconnect counter.
+// bufLimits holds the live limits and the disconnect counters.
 type bufLimits struct {
-	outHard, outSoft atomic.Int64 // 0 = no limit
-	outSoftSecs      atomic.Int64
-	outDrops         atomic.Int64
-	mu               sync.Mutex
-	other            map[string][3]int64 // slave, pubsub (reported only)
-	log              func(msg string, args ...any)
+	query                atomic.Int64 // 0 = no limit
+	outHard, outSoft     atomic.Int64 // 0 = no limit
+	outSoftSecs          atomic.Int64
+	queryDrops, outDrops atomic.Int64
+	mu                   sync.Mutex
+	other                map[string][3]int64 // slave, pubsub (reported only)
+	log                  func(msg string, args ...any)
 }
 
 func (b *bufLimits) init(log func(string, ...any)) {
+	b.query.Store(defaultQueryBufferLimit)
 	b.outHard.Store(defaultOutputHard)
 	b.outSoft.Store(defaultOutputSoft)
 	b.outSoftSecs.Store(defaultOutputSoftSecs)
@@ -61,6 +73,31 @@ func (b *bufLimits) init(log func(string, ...any)) {
 		b.other[k] = v
 	}
 	b.log = log
+}
+
+// errQueryBufferLimit ends a connection whose pending command outgrew the
+// query buffer limit (returned by guardConn.Read; redcon then closes it).
+var errQueryBufferLimit = errors.New("client reached max query buffer length")
+
+// queryOver is called by the reader with the size of the command being
+// received; true means close the connection (counted and logged once).
+func (b *bufLimits) queryOver(cur int64, c net.Conn) bool {
+	if b == nil {
+		return false
+	}
+	lim := b.query.Load()
+	if lim <= 0 || cur <= lim {
+		return false
+	}
+	b.queryDrops.Add(1)
+	if b.log != nil {
+		var remote net.Addr
+		if c != nil {
+			remote = c.RemoteAddr()
+		}
+		b.log("closing client that reached max query buffer length", "addr", addrString(remote), "qbuf", cur, "limit", lim)
+	}
+	return true
 }
 
 func addrString(a net.Addr) string {
@@ -309,8 +346,25 @@ func (b *bufLimits) setOutputLimit(v string) (func(), *errReply) {
 	}, nil
 }
 
-// set parses a CONFIG SET value of client-output-buffer-limit.
-func (b *bufLimits) set(name, v string) (func(), *errReply) { return b.setOutputLimit(v) }
+// set parses a CONFIG SET value of one of the two parameters.
+func (b *bufLimits) set(name, v string) (func(), *errReply) {
+	if name == "client-query-buffer-limit" {
+		return b.setQueryLimit(v)
+	}
+	return b.setOutputLimit(v)
+}
+
+// setQueryLimit parses CONFIG SET client-query-buffer-limit's value.
+func (b *bufLimits) setQueryLimit(v string) (func(), *errReply) {
+	n, ok := parseMemory(v)
+	if !ok {
+		return nil, errorf("ERR CONFIG SET failed (possibly related to argument 'client-query-buffer-limit') - argument must be a memory value")
+	}
+	if n < minQueryBufferLimit {
+		return nil, errorf("ERR CONFIG SET failed (possibly related to argument 'client-query-buffer-limit') - argument must be between %d and 9223372036854775807 inclusive", minQueryBufferLimit)
+	}
+	return func() { b.query.Store(n) }, nil
+}
 
 // readRunBounded runs a run of plain reads on one shard like readUnit, but
 // stops once the replies would take the connection past its hard output

@@ -238,13 +238,18 @@ func TestOutputBufferSoftLimitDropsStalledReader(t *testing.T) {
 	}
 }
 
-// Errors and units of CONFIG SET client-output-buffer-limit match Redis's
-// (differential).
+// Errors and units of CONFIG SET client-output-buffer-limit and
+// client-query-buffer-limit match Redis's (differential).
 func TestBufferLimitConfigMatchesRedis(t *testing.T) {
 	redisAddr := resptest.StartRedis(t)
 	s := New(newFakeBackend(1), Config{})
 	rc, oc := dial(t, redisAddr), dial(t, serveOn(t, s))
 	for _, c := range [][]string{
+		{"CONFIG", "GET", "client-query-buffer-limit"},
+		{"CONFIG", "SET", "client-query-buffer-limit", "1000"},
+		{"CONFIG", "SET", "client-query-buffer-limit", "abc"},
+		{"CONFIG", "SET", "client-query-buffer-limit", "2MB"},
+		{"CONFIG", "GET", "client-query-buffer-limit"},
 		{"CONFIG", "SET", "client-output-buffer-limit", "normal 8mb 0"},
 		{"CONFIG", "SET", "client-output-buffer-limit", "x 1 1 1"},
 		{"CONFIG", "SET", "client-output-buffer-limit", "normal 1 x 1"},
@@ -257,5 +262,87 @@ func TestBufferLimitConfigMatchesRedis(t *testing.T) {
 		if want, got := do(t, rc, c...), do(t, oc, c...); want != got {
 			t.Errorf("%q: redis %q, ours %q", c, want, got)
 		}
+	}
+}
+
+// endlessCommand sends the start of a command that never ends: a multibulk
+// announcing a million arguments (or, inline, a line without a newline),
+// then up to max bytes more, until the server closes the connection. It
+// returns how many bytes were written.
+func endlessCommand(t *testing.T, addr string, inline bool, max int) (net.Conn, int) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	_ = c.SetWriteDeadline(time.Now().Add(20 * time.Second))
+	chunk := []byte("$1024\r\n" + strings.Repeat("a", 1024) + "\r\n")
+	head := []byte("*1000000\r\n")
+	if inline {
+		chunk = bytes.Repeat([]byte("a "), 512)
+		head = []byte("XADD ")
+	}
+	pre := resptest.EncodeCommand("XADD", "pre", "*", "f", "v")
+	sent, err := c.Write(append(pre, head...))
+	for err == nil && sent < max {
+		var n int
+		n, err = c.Write(chunk)
+		sent += n
+	}
+	return c, sent
+}
+
+// client-query-buffer-limit: a client whose unfinished command grows past
+// the limit (a multibulk that never ends, or an inline line without a
+// newline) is closed without a reply, its earlier complete commands still
+// run, a command just under the limit is served, the server's heap does not
+// follow what the client sends, and other clients are served throughout.
+func TestQueryBufferLimitClosesEndlessCommand(t *testing.T) {
+	s := New(newFakeBackend(1), Config{})
+	addr := serveOn(t, s)
+	other := dial(t, addr)
+	if got := do(t, other, "CONFIG", "GET", "client-query-buffer-limit"); got != "*2\r\n$25\r\nclient-query-buffer-limit\r\n$10\r\n1073741824\r\n" {
+		t.Errorf("default: %q", got)
+	}
+	if got := do(t, other, "CONFIG", "SET", "client-query-buffer-limit", "1mb"); got != "+OK\r\n" {
+		t.Fatalf("CONFIG SET: %q", got)
+	}
+	// Just under the limit: served.
+	big := strings.Repeat("v", 900<<10)
+	if got := do(t, other, "XADD", "s", "1-1", "f", big); got != "$3\r\n1-1\r\n" {
+		t.Fatalf("XADD of 900 KB: %q", got[:min(len(got), 80)])
+	}
+
+	runtime.GC()
+	base := heapBytes()
+	stop := heapPeak()
+	for i, tc := range []struct {
+		name   string
+		inline bool
+	}{{"multibulk", false}, {"inline", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			// A complete command first, in the same write: it runs before
+			// the connection is dropped.
+			c, sent := endlessCommand(t, addr, tc.inline, 64<<20)
+			got := drainedBytes(t, c, io.Discard)
+			t.Logf("closed after the client wrote %d KB; reply %q", sent>>10, got)
+			if sent >= 64<<20 {
+				t.Errorf("accepted 64 MB of one unfinished command")
+			}
+			if !regexp.MustCompile(`^\$\d+\r\n\d+-\d+\r\n$`).Match(got) {
+				t.Errorf("read %q: want the reply to the complete command only", got)
+			}
+			waitStat(t, other, "client_query_buffer_limit_disconnections", int64(i+1))
+			if got := do(t, other, "XLEN", "s"); got != ":1\r\n" {
+				t.Errorf("other client: %q", got)
+			}
+		})
+	}
+	if peak := stop(); peak-base > 64<<20 {
+		t.Errorf("heap grew by %d MB while clients sent endless commands against a 1 MB limit", (peak-base)>>20)
+	}
+	if got := do(t, other, "XLEN", "pre"); got != ":2\r\n" {
+		t.Errorf("the complete commands sent first: XLEN pre %q, want 2", got)
 	}
 }

@@ -499,6 +499,7 @@ var configParams = []configParam{
 	{name: "requirepass", get: func(s *Server) string { return s.cfg.RequirePass }},
 	{name: "proto-max-bulk-len", get: func(s *Server) string { return strconv.FormatInt(s.cfg.ProtoMaxBulkLen, 10) }},
 	{name: "client-output-buffer-limit", get: func(s *Server) string { return s.buf.outputLimitString() }},
+	{name: "client-query-buffer-limit", get: func(s *Server) string { return strconv.FormatInt(s.buf.query.Load(), 10) }},
 	{name: "cluster-enabled", get: func(s *Server) string {
 		if s.cfg.ClusterMode {
 			return "yes"
@@ -565,7 +566,7 @@ func cmdConfigSet(s *Server, c *client, argv [][]byte) reply {
 		return errorf("ERR wrong number of arguments for 'config|set' command")
 	}
 	var replicated [][]byte
-	var limits []func() // output buffer limit (limits_buf.go), applied once all parsed
+	var limits []func() // buffer limits (limits_buf.go), applied once all parsed
 	local := map[string]string{}
 	for i := 2; i < len(argv); i += 2 {
 		name := strings.ToLower(string(argv[i]))
@@ -580,7 +581,7 @@ func cmdConfigSet(s *Server, c *client, argv [][]byte) reply {
 		switch name {
 		case "port", "bind", "dir", "requirepass", "proto-max-bulk-len", "cluster-enabled", "databases":
 			return errorf("ERR CONFIG SET failed (possibly related to argument '%s') - can't set immutable config", argv[i])
-		case "client-output-buffer-limit":
+		case "client-output-buffer-limit", "client-query-buffer-limit":
 			apply, er := s.buf.set(name, string(argv[i+1]))
 			if er != nil {
 				return er
@@ -613,6 +614,7 @@ func cmdConfigResetStat(s *Server, c *client, argv [][]byte) reply {
 	s.stats.commands.Store(0)
 	s.stats.connections.Store(0)
 	s.stats.rejected.Store(0)
+	s.buf.queryDrops.Store(0)
 	s.buf.outDrops.Store(0)
 	return engine.OK
 }

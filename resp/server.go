@@ -86,7 +86,7 @@ type Server struct {
 
 	acl      *aclStore                // users and ACL LOG (acl.go)
 	mem      atomic.Pointer[memWatch] // maxmemory verdict (limits.go); nil = no limit
-	buf      bufLimits                // client output buffer limit (limits_buf.go)
+	buf      bufLimits                // client query/output buffer limits (limits_buf.go)
 	fwd      *forwarder               // nil unless Config.Forwarding
 	sem      []chan struct{}          // per shard: pipelined writes in flight (MaxInFlight)
 	waiters  *waiters
@@ -146,7 +146,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.rs = redcon.NewServer(ln.Addr().String(), s.serveRESP, s.accept, s.closed)
 	rs := s.rs
 	s.mu.Unlock()
-	ln = guardListener{Listener: outListener{Listener: ln, lim: &s.buf}, maxBulk: s.cfg.ProtoMaxBulkLen}
+	ln = guardListener{Listener: outListener{Listener: ln, lim: &s.buf}, maxBulk: s.cfg.ProtoMaxBulkLen, lim: &s.buf}
 	return rs.Serve(&drainListener{Listener: ln, drained: s.drained})
 }
 
