@@ -92,6 +92,9 @@ func (s *Shard) enqueue(p *proposal) error {
 	if s.closed {
 		return ErrShutdown
 	}
+	if err := s.StorageFault(); err != nil {
+		return err
+	}
 	if !s.IsLeader() {
 		return s.notLeader()
 	}
@@ -148,8 +151,54 @@ func (s *Shard) run() {
 			}
 		}
 		s.propose(batch)
+		s.linger()
 	}
 }
+
+// linger runs after raft has taken an entry from the batcher. raft's apply
+// channel is unbuffered and its leader loop writes an entry to disk before
+// it takes the next one, so the next entry, formed now, would wait out that
+// write in raft.Apply without the commands that arrive meanwhile, which
+// would then wait for the write after it: about 2.5 disk writes per command
+// instead of 1.5. linger waits for the write to end instead (bounded by
+// MaxLinger; not at all when the queue already holds a full batch), so the
+// next entry carries those commands. It never delays an idle leader: with
+// no write in progress it returns within lingerBegin.
+func (s *Shard) linger() {
+	if s.cfg.MaxLinger <= 0 || len(s.queue) >= s.cfg.MaxBatchCommands {
+		return
+	}
+	l := s.logs
+	begun, ended := l.begun.Load(), l.ended.Load()
+	t := time.NewTimer(lingerBegin)
+	defer t.Stop()
+	// The leader loop has taken the entry but may not have begun writing
+	// it yet (or has written it already): wait briefly for a write to begin.
+	for begun == ended {
+		select {
+		case <-l.beginCh:
+		case <-t.C:
+			return
+		case <-s.shutdownCh:
+			return
+		}
+		begun = l.begun.Load()
+	}
+	t.Reset(s.cfg.MaxLinger)
+	for l.ended.Load() <= ended {
+		select {
+		case <-l.endCh:
+		case <-t.C:
+			return
+		case <-s.shutdownCh:
+			return
+		}
+	}
+}
+
+// lingerBegin bounds linger's wait for the leader loop to begin writing an
+// entry it has taken (microseconds when the loop is not starved).
+const lingerBegin = time.Millisecond
 
 // drain fails every queued proposal after shutdown; nothing was proposed.
 func (s *Shard) drain(carry *proposal) {

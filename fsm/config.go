@@ -45,6 +45,11 @@ type Config struct {
 	// MaxInFlight is how many log entries the batcher keeps proposed but not
 	// yet applied. More overlaps fsync with batching; 1 serialises.
 	MaxInFlight int
+	// MaxLinger bounds how long the batcher, after raft took an entry, waits
+	// for the leader to finish writing it before it forms the next entry
+	// (which then carries the commands that arrived during the write; see
+	// Shard.linger). 0 forms the next entry at once.
+	MaxLinger time.Duration
 	// QueueDepth bounds the submissions waiting to be batched; Submit fails
 	// with ErrBusy when the queue is full.
 	QueueDepth int
@@ -105,6 +110,7 @@ func DefaultConfig() Config {
 		MaxBatchCommands:   1024,
 		MaxBatchBytes:      1 << 20,
 		MaxInFlight:        4,
+		MaxLinger:          50 * time.Millisecond,
 		QueueDepth:         8192,
 		EnqueueTimeout:     2 * time.Second,
 		ApplyTimeout:       10 * time.Second,
@@ -138,6 +144,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("fsm: MaxBatchBytes %d < 1", c.MaxBatchBytes)
 	case c.MaxInFlight < 1:
 		return fmt.Errorf("fsm: MaxInFlight %d < 1", c.MaxInFlight)
+	case c.MaxLinger < 0:
+		return fmt.Errorf("fsm: MaxLinger %v < 0", c.MaxLinger)
 	case c.QueueDepth < 1:
 		return fmt.Errorf("fsm: QueueDepth %d < 1", c.QueueDepth)
 	case c.EnqueueTimeout <= 0:

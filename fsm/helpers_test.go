@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -40,8 +41,18 @@ func TestMain(m *testing.M) {
 		}
 		return nil, false
 	}
+	storeHook = func([]*raft.Log) {
+		if d := storeDelay.Load(); d > 0 {
+			time.Sleep(time.Duration(d))
+		}
+	}
 	os.Exit(m.Run())
 }
+
+// storeDelay, when positive, is added to every log write of every shard in
+// the test binary (a slow disk). Only tests that do not run in parallel
+// set it, and they reset it.
+var storeDelay atomic.Int64
 
 func cmd(args ...string) [][]byte {
 	argv := make([][]byte, len(args))

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -21,6 +22,7 @@ type Shard struct {
 	m     *machine
 	raft  *raft.Raft
 	store raftStore
+	logs  *storeSignal // what raft writes the log through
 	snaps *raft.FileSnapshotStore
 
 	// subMu orders Submit against Close: Submit enqueues under the read
@@ -71,11 +73,12 @@ func Open(cfg Config) (*Shard, error) {
 		store.Close()
 		return nil, fmt.Errorf("fsm: shard %d: open snapshot store: %w", cfg.ShardID, err)
 	}
-	logs, err := raft.NewLogCache(256, store)
+	cache, err := raft.NewLogCache(256, store)
 	if err != nil {
 		store.Close()
 		return nil, err
 	}
+	logs := &storeSignal{LogCache: cache, beginCh: make(chan struct{}, 1), endCh: make(chan struct{}, 1)}
 	m := newMachine(cfg.ShardID, cfg.Engine, cfg.Notify, log)
 	r, err := raft.NewRaft(cfg.raftConfig(log), m, logs, store, snaps, cfg.Transport)
 	if err != nil {
@@ -83,12 +86,15 @@ func Open(cfg Config) (*Shard, error) {
 		return nil, fmt.Errorf("fsm: shard %d: start raft: %w", cfg.ShardID, err)
 	}
 	s := &Shard{
-		cfg: cfg, log: log, m: m, raft: r, store: store, snaps: snaps,
+		cfg: cfg, log: log, m: m, raft: r, store: store, logs: logs, snaps: snaps,
 		queue:      make(chan *proposal, cfg.QueueDepth),
 		inflight:   make(chan struct{}, cfg.MaxInFlight),
 		shutdownCh: make(chan struct{}),
 		loopDone:   make(chan struct{}),
 		raftDown:   make(chan struct{}),
+	}
+	if fs, ok := store.(*faultStore); ok {
+		fs.notify(s.storageFailed)
 	}
 	s.initStats()
 	go s.run()
@@ -194,5 +200,41 @@ func (s *Shard) WaitForLeader(ctx context.Context) (id, addr string, err error) 
 			return "", "", ErrShutdown
 		case <-t.C:
 		}
+	}
+}
+
+// storeSignal is the log store raft writes through: the log cache over the
+// shard's store. It counts the StoreLogs calls begun and ended and signals
+// both, so that the batcher can form the next entry when the leader loop is
+// about to take it rather than one disk write earlier (Shard.linger).
+type storeSignal struct {
+	*raft.LogCache
+	begun, ended   atomic.Uint64
+	beginCh, endCh chan struct{} // capacity 1: "a count moved"
+}
+
+func (l *storeSignal) StoreLog(log *raft.Log) error { return l.StoreLogs([]*raft.Log{log}) }
+
+func (l *storeSignal) StoreLogs(logs []*raft.Log) error {
+	l.begun.Add(1)
+	poke(l.beginCh)
+	if storeHook != nil {
+		storeHook(logs)
+	}
+	err := l.LogCache.StoreLogs(logs)
+	l.ended.Add(1)
+	poke(l.endCh)
+	return err
+}
+
+// storeHook, if set, runs before every log write. Tests only (set before
+// any shard opens): it stands in for a slow disk.
+var storeHook func(logs []*raft.Log)
+
+// poke signals ch without blocking (a pending signal is enough).
+func poke(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
 	}
 }

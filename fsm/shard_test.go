@@ -467,3 +467,43 @@ func TestReadNeedsQuorum(t *testing.T) {
 		t.Fatalf("stale read %d, want 1", n)
 	}
 }
+
+// TestLingerCarriesCommandsArrivingDuringAWrite: with a slow disk, two
+// commands submitted while the leader writes an entry both go into the next
+// entry. Without linger the batcher forms that entry at once, with the
+// first of them only, and the second waits for a third entry.
+func TestLingerCarriesCommandsArrivingDuringAWrite(t *testing.T) {
+	for _, tc := range []struct {
+		linger time.Duration
+		want   uint64 // entries for the three commands; 0 = only logged
+	}{{10 * time.Second, 2}, {0, 0}} {
+		s := singleVoter(t, func(c *Config) { c.MaxLinger = tc.linger })
+		if _, err := s.Submit(incr).Wait(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		storeDelay.Store(int64(time.Second))
+		before, begun := s.Raft().LastIndex(), s.logs.begun.Load()
+		f1 := s.Submit(incr)
+		waitFor(t, 10*time.Second, "the first entry's write to begin", func() bool { return s.logs.begun.Load() > begun })
+		f2 := s.Submit(incr)
+		time.Sleep(100 * time.Millisecond)
+		f3 := s.Submit(incr)
+		for i, f := range []*Future{f1, f2, f3} {
+			rs, err := f.Wait(context.Background())
+			if err != nil {
+				storeDelay.Store(0)
+				t.Fatalf("command %d: %v", i+1, err)
+			}
+			if got := int64(rs[0].(engine.Integer)); got != int64(i+2) {
+				t.Errorf("command %d applied as increment %d, want %d", i+1, got, i+2)
+			}
+		}
+		storeDelay.Store(0)
+		entries := s.Raft().LastIndex() - before
+		t.Logf("MaxLinger %v: 3 commands in %d entries", tc.linger, entries)
+		if tc.want != 0 && entries != tc.want {
+			t.Errorf("MaxLinger %v: 3 commands in %d entries, want %d", tc.linger, entries, tc.want)
+		}
+		s.close(t)
+	}
+}
