@@ -20,13 +20,17 @@
 #    acknowledged ID, nothing unsent appeared, the group neither lost nor
 #    redelivered entries and its PEL holds exactly what was read after the kill;
 # 7. restarts the killed container and checks it serves and catches up;
-# 8. `down` (volumes kept) and `up` again: the cluster comes back whole.
+# 8. `down` (volumes kept) and `up` again: the cluster comes back whole;
+# 9. the fault-injection suite's external driver (jepsen/external) runs 45 s
+#    of workload under docker kill/pause/network-disconnect faults through
+#    the published ports and checks the history (JEPSEN=0 skips it).
 # Everything (containers, volumes, network, image, daemon, docker0, temp dir)
 # is removed by an EXIT trap, also on failure. The last line is
 # "N passed, N failed"; the exit status is non-zero if anything failed.
 #
 # Environment: NODES=5 runs the 5-node variant (docker-compose.5node.yml);
-# ROUNDS (writes per stream after the kill starts, default 30),
+# ROUNDS (writes per stream after the kill starts, default 30), JEPSEN=0
+# skips step 9, JEPSEN_SEED=n replays its seed,
 # KEEP_DAEMON_LOG=1 prints the dockerd log tail on exit.
 set -uo pipefail
 
@@ -367,3 +371,36 @@ for i in $(seq 0 $((streams - 1))); do
   [ "$got" = "$want" ] || { ok=0; echo "orders:{$i}: XLEN $got, want $want"; }
 done
 [ "$ok" = 1 ] && pass "every entry present after down/up" || fail "entries after down/up"
+
+# ---------------------------------------------------------------- 9. jepsen
+# The fault-injection suite's external driver against this cluster: clients
+# only through the published 127.0.0.1 ports, faults with docker kill/start,
+# pause/unpause and network disconnect/connect (at the node's fixed IP); the
+# history is checked (lost, duplicates, ids, prefix, linearizable, groups,
+# liveness). About 1.5 minutes; JEPSEN=0 skips it.
+if [ "${JEPSEN:-1}" = 1 ]; then
+  log "jepsen external driver against the compose cluster"
+  subnet="${RAFTSTREAM_SUBNET:-172.30.70}"
+  addrs="" names="" ips=""
+  for n in $(seq 1 "$nodes"); do
+    c=$(docker inspect -f '{{.Name}}' "$(compose ps -q "node$n")" 2>/dev/null | tr -d /)
+    addrs+="${addrs:+,}127.0.0.1:$((7000 + n))" names+="${names:+,}$c" ips+="${ips:+,}$subnet.1$n"
+  done
+  jseed="${JEPSEN_SEED:-$(date +%s)}"
+  if (cd "$root" && go build -o "$T/jepsen" ./cmd/jepsen); then
+    "$T/jepsen" run -addr "$addrs" -docker "$names" -docker-network "${project}_raftstream" -docker-ips "$ips" \
+      -faults kill,pause,partition-one,partition-leader,leader-pause,reset -duration 45s -keys 4 \
+      -seed "$jseed" -out "$T/jepsen-out" >"$T/jepsen.txt" 2>"$T/jepsen.log"
+    code=$?
+    grep -E '^(ok|illegal|unknown) ' "$T/jepsen.txt"
+    if [ "$code" = 0 ]; then
+      pass "jepsen (seed $jseed): $(tail -1 "$T/jepsen.txt") under $(grep -c 'msg=fault start' "$T/jepsen.log") docker faults"
+    else
+      keep=$(mktemp -d /tmp/raftstream-compose-jepsen.XXXXXX)
+      cp -r "$T/jepsen-out" "$T/jepsen.txt" "$T/jepsen.log" "$keep/"
+      fail "jepsen (seed $jseed) exit $code: $(tail -1 "$T/jepsen.txt"); history and report kept in $keep"
+    fi
+  else
+    fail "go build ./cmd/jepsen"
+  fi
+fi
