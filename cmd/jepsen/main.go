@@ -73,7 +73,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var dk external.Docker
 	var containers, ips string
 	fs.StringVar(&containers, "docker", "", "external driver: comma-separated containers of the -addr nodes, in order; enables kill, pause, leader-pause, partition-one, partition-leader through docker")
-	fs.StringVar(&dk.Network, "docker-network", "", "external driver: the cluster network partitions disconnect (e.g. deploy_default)")
+	fs.StringVar(&dk.Network, "docker-network", "", "external driver: the cluster network partitions disconnect (e.g. rstest_raftstream, the compose network of deploy/compose-test.sh)")
 	fs.StringVar(&ips, "docker-ips", "", "external driver: comma-separated fixed IPs to reconnect containers with")
 	fs.BoolVar(&dk.DryRun, "dry-run", false, "external driver: print the docker commands instead of running them")
 	fs.StringVar(&cfg.Out, "out", "jepsen-out", "directory for history.jsonl, report.html, node logs")

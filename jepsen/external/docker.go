@@ -8,10 +8,12 @@
 //	partition docker network disconnect <net> <c> undone by docker network connect [--ip <ip>] <net> <c>
 //
 // With DryRun the commands are printed instead of run. Example (the compose
-// cluster of deploy/docker-compose.yml, project "deploy"):
+// cluster of deploy/docker-compose.yml, project "rstest", docker-compose
+// 1.29 names; the nodes' fixed IPs must be given back on reconnect):
 //
 //	jepsen run -addr 127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003 \
-//	  -docker deploy-node1-1,deploy-node2-1,deploy-node3-1 -docker-network deploy_default \
+//	  -docker rstest_node1_1,rstest_node2_1,rstest_node3_1 -docker-network rstest_raftstream \
+//	  -docker-ips 172.30.70.11,172.30.70.12,172.30.70.13 \
 //	  -faults kill,pause,partition-one -duration 60s
 package external
 
