@@ -92,9 +92,6 @@ func (s *Shard) enqueue(p *proposal) error {
 	if s.closed {
 		return ErrShutdown
 	}
-	if err := s.StorageFault(); err != nil {
-		return err
-	}
 	if !s.IsLeader() {
 		return s.notLeader()
 	}
