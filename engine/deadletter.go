@@ -84,7 +84,7 @@ func (e *Engine) deadLetter(key []byte, s *Stream, g *Group, nk *NACK, fields []
 		}
 		dlq = v.Stream
 	} else {
-		dlq = NewStream()
+		dlq = e.newStream()
 		e.keys[g.DLQKey] = &Value{Kind: KindStream, Stream: dlq}
 	}
 	id := nextID(dlq.LastID, now)

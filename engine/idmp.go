@@ -32,11 +32,14 @@ import (
 // iids-tracked, iids-added and iids-duplicates for every stream, after
 // recorded-first-entry-id, as Redis 8.6 does.
 //
-// Differences left: Redis gives a stream the stream-idmp-* values of the
-// moment it is created and forgets expired iids from a timer (serverCron,
-// by entry ID time); here a stream follows the current configuration until
-// XCFGSET sets its own, and expiry runs at each XADD with IDMP/IDMPAUTO on
-// the stream (by record time), which every replica does at the same log
+// As in Redis (streamNew), a stream takes the stream-idmp-* values of the
+// moment it is created (newStream); a later CONFIG SET changes only streams
+// created after it. Streams restored from snapshots written before this
+// rule have no values of their own and follow the configuration.
+//
+// Differences left: Redis forgets expired iids from a timer (serverCron, by
+// entry ID time); here expiry runs at each XADD with IDMP/IDMPAUTO on the
+// stream (by record time), which every replica does at the same log
 // position. IDMPAUTO's digest is not XXH3 (its value is never shown).
 
 func init() {
@@ -114,6 +117,14 @@ func (c Config) idmpMaxSize() int64 {
 		return idmpDefaultMaxSize
 	}
 	return int64(c.IdmpMaxSize)
+}
+
+// newStream is a new stream for a command of e: it keeps the configured
+// IDMP settings of this moment, as Redis's streamNew does.
+func (e *Engine) newStream() *Stream {
+	s := NewStream()
+	s.idmp = &idmpState{duration: e.cfg.idmpDuration(), maxSize: e.cfg.idmpMaxSize()}
+	return s
 }
 
 // settings returns the stream's effective duration (s) and max size.

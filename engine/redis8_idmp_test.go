@@ -247,3 +247,27 @@ func BenchmarkXAddIdmp(b *testing.B) {
 		})
 	}
 }
+
+// A stream keeps the stream-idmp-* values of its creation (t_stream.c
+// streamNew); CONFIG SET changes the streams created after it.
+func TestIdmpSettingsTakenAtCreation(t *testing.T) {
+	e := New(DefaultConfig())
+	run(e, 1, "XADD old 1-1 f v")
+	cfg := e.Config()
+	cfg.IdmpDuration, cfg.IdmpMaxSize = 7, 8
+	e.SetConfig(cfg)
+	run(e, 2, "XADD new 1-1 f v")
+	run(e, 2, "XGROUP CREATE mk g $ MKSTREAM")
+	for key, want := range map[string]string{"old": "idmp-duration 100 idmp-maxsize 100", "new": "idmp-duration 7 idmp-maxsize 8", "mk": "idmp-duration 7 idmp-maxsize 8"} {
+		if got := run(e, 3, "XINFO STREAM "+key); !bytes.Contains([]byte(got), []byte(want)) {
+			t.Errorf("XINFO STREAM %s: %s, want %s", key, got, want)
+		}
+	}
+	// XCFGSET with the stream's own values keeps its history.
+	runSteps(t, e, []step{
+		{4, "XADD new IDMP p i * f v", "4-0"},
+		{4, "XCFGSET new IDMP-DURATION 7 IDMP-MAXSIZE 8", "+OK"},
+		{5, "XADD new IDMP p i * f v", "4-0"},
+		{5, "XCFGSET old IDMP-DURATION 100", "+OK"},
+	})
+}

@@ -307,7 +307,7 @@ func cmdXAdd(e *Engine, now int64, argv [][]byte) Reply {
 		return errElementsTooLarge
 	}
 	if s == nil {
-		s = NewStream()
+		s = e.newStream()
 		e.keys[key] = &Value{Kind: KindStream, Stream: s}
 	}
 	s.appendEntry(e.cfg, id, a.fields)
