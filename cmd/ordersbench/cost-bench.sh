@@ -37,10 +37,22 @@ csv="$out/results.csv"
 [ -s "$csv" ] || echo "section,target,P,xadd_per_s,xadd_p50_ms,xadd_p99_ms,errors,consumed_per_s,extra,load1" >"$csv"
 
 freeports() {
-  python3 -c 'import socket,sys
-ss=[socket.socket() for _ in range(int(sys.argv[1]))]
-[s.bind(("127.0.0.1",0)) for s in ss]
-print(" ".join(str(s.getsockname()[1]) for s in ss))' "$1"
+  python3 -c 'import random, socket, sys
+# Below the kernel ephemeral range (32768+), so that no outgoing
+# connection takes a port between this check and the server binds it.
+out = []
+while len(out) < int(sys.argv[1]):
+    p = random.randrange(10000, 32000)
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p))
+    except OSError:
+        continue
+    finally:
+        s.close()
+    if p not in out:
+        out.append(p)
+print(" ".join(map(str, out)))' "$1"
 }
 wait_until() {
   local n=$1; shift
@@ -51,6 +63,7 @@ load1() { cut -d' ' -f1 /proc/loadavg; }
 
 pids=()
 dirs=()
+RS_EXTRA=()
 stop_all() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
@@ -83,7 +96,7 @@ start_rs() {
   for ((i = 0; i < n; i++)); do join+="${join:+,}127.0.0.1:${ports[n + i]}"; done
   for ((i = 0; i < n; i++)); do
     if [ "$n" = 1 ]; then
-      "$rs" -port "${ports[0]}" -cluster-port "${ports[1]}" -shards "$s" -dir "$dir/n0" -log-level warn >"$dir/log0" 2>&1 &
+      "$rs" -port "${ports[0]}" -cluster-port "${ports[1]}" -shards "$s" -dir "$dir/n0" -log-level warn "${RS_EXTRA[@]}" >"$dir/log0" 2>&1 &
     else
       "$rs" -port "${ports[i]}" -cluster-port "${ports[n + i]}" -shards "$s" -dir "$dir/n$i" -bootstrap-expect "$n" \
         -join "$join" -node-name "n$i" -log-level warn >"$dir/log$i" 2>&1 &
@@ -137,10 +150,20 @@ xadd_rows() { # TARGET
 for section in $sections; do
   case $section in
   curve)
+    # One redis-server for the whole section, measured before every
+    # raftstream configuration and once more at the end: each raftstream
+    # row is compared with the mean of the Redis rows right before and
+    # after it (cost-table.py).
+    start_redis; raddr=$addr rpid=$spid
     for c in $CURVE; do
-      start_redis; xadd_rows redis-always; stop_all
-      start_rs "${c%x*}" "${c#*x}"; xadd_rows "raftstream-$c"; stop_all
-    done ;;
+      addr=$raddr flags=(); xadd_rows redis-always
+      start_rs "${c%x*}" "${c#*x}"; xadd_rows "raftstream-$c"
+      for p in "${pids[@]}"; do [ "$p" = "$rpid" ] || kill "$p"; done
+      for p in "${pids[@]}"; do [ "$p" = "$rpid" ] || wait "$p" 2>/dev/null; done
+      pids=("$rpid")
+    done
+    addr=$raddr flags=(); xadd_rows redis-always
+    stop_all ;;
   drain)
     for t in redis-always raftstream-1x1 raftstream-3x16; do
       case $t in
@@ -169,7 +192,7 @@ EOF
     for t in redis-always raftstream-1x1; do
       case $t in
       redis-always) start_redis ;;
-      *) start_rs 1 1 ;;
+      *) read -r admin < <(freeports 1); RS_EXTRA=(-admin-addr "127.0.0.1:$admin" -pprof); start_rs 1 1; RS_EXTRA=() ;;
       esac
       l=$(load1)
       base=$(awk '/^VmRSS/{print $2}' /proc/"$spid"/status)
@@ -181,7 +204,15 @@ EOF
       rss=$(awk '/^VmRSS/{print $2}' /proc/"$spid"/status)
       anon=$(awk '/^RssAnon/{print $2}' /proc/"$spid"/status)
       file=$(awk '/^RssFile/{print $2}' /proc/"$spid"/status)
-      echo "rss,$t,,,,,,,xlen=$len memory_usage=$mu rss_kb=$rss rss_anon_kb=$anon rss_file_kb=$file rss_empty_kb=$base,$l" >>"$csv"
+      heap=""
+      if [ "$t" != redis-always ]; then
+        # Go heap after a forced GC (the heap profile's gc=1), then RSS
+        # once the runtime has had 30s to return freed pages to the OS.
+        heap=$(curl -s "http://127.0.0.1:$admin/debug/pprof/heap?debug=1&gc=1" | sed -n 's/^# HeapInuse = \([0-9]*\).*/\1/p')
+        sleep 30
+        heap=" go_heap_inuse_after_gc=$heap rss_after_gc_30s_kb=$(awk '/^VmRSS/{print $2}' /proc/"$spid"/status)"
+      fi
+      echo "rss,$t,,,,,,,xlen=$len memory_usage=$mu rss_kb=$rss rss_anon_kb=$anon rss_file_kb=$file rss_empty_kb=$base$heap,$l" >>"$csv"
       tail -1 "$csv" >&2
       stop_all
     done ;;

@@ -1,33 +1,69 @@
 #!/bin/bash
-# XADD throughput and latency with redis-benchmark (50 clients, -P 16 and -P 1),
-# interleaved in one run: redis-server AOF always, raftstream 1 node with the
-# bbolt log store, raftstream 1 node with the raft-wal log store.
+# XADD throughput, p99 and server CPU per XADD with redis-benchmark (50
+# clients, -P 16 and -P 1), interleaved round after round: redis-server AOF
+# always, raftstream 1 node with the bbolt log store, raftstream 1 node with
+# the raft-wal log store. Every row is compared with the Redis row of the
+# same round; the summary gives the median over the rounds.
 # Usage: cmd/ordersbench/xadd-bench.sh RAFTSTREAM_BINARY [N_P16] [N_P1] [ROUNDS]
+# Row format: round,target,P,rps,p99_ms,cpu_us_per_xadd,load1
 set -u
 rs=${1:?raftstream binary}; n=${2:-200000}; n1=${3:-30000}; rounds=${4:-1}
 d=$(mktemp -d)
-fp() { python3 -c 'import socket,sys
-ss=[socket.socket() for _ in range(int(sys.argv[1]))]
-[s.bind(("127.0.0.1",0)) for s in ss]
-print(" ".join(str(s.getsockname()[1]) for s in ss))' "$1"; }
-read rp sp bp wp wbp < <(fp 5)
-redis-server --port $rp --bind 127.0.0.1 --dir $d --save '' --appendonly yes --appendfsync always --daemonize no --logfile $d/redis.log &
+fp() { python3 -c 'import random, socket, sys
+# Below the kernel ephemeral range (32768+), so that no outgoing
+# connection takes a port between this check and the server binds it.
+out = []
+while len(out) < int(sys.argv[1]):
+    p = random.randrange(10000, 32000)
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p))
+    except OSError:
+        continue
+    finally:
+        s.close()
+    if p not in out:
+        out.append(p)
+print(" ".join(map(str, out)))' "$1"; }
+cpu_ticks() { awk '{print $14+$15}' /proc/"$1"/stat; }
+read -r rp sp bp wp wbp < <(fp 5)
+redis-server --port "$rp" --bind 127.0.0.1 --dir "$d" --save '' --appendonly yes --appendfsync always --daemonize no --logfile "$d/redis.log" &
 rpid=$!
-RAFTSTREAM_RAFT_LOG_STORE=bolt $rs -port $sp -cluster-port $bp -dir $d/rsb -log-level warn >$d/rsb.log 2>&1 &
+RAFTSTREAM_RAFT_LOG_STORE=bolt "$rs" -port "$sp" -cluster-port "$bp" -dir "$d/rsb" -log-level warn >"$d/rsb.log" 2>&1 &
 spid=$!
-RAFTSTREAM_RAFT_LOG_STORE=wal $rs -port $wp -cluster-port $wbp -dir $d/rsw -log-level warn >$d/rsw.log 2>&1 &
+RAFTSTREAM_RAFT_LOG_STORE=wal "$rs" -port "$wp" -cluster-port "$wbp" -dir "$d/rsw" -log-level warn >"$d/rsw.log" 2>&1 &
 wpid=$!
-for i in $(seq 400); do redis-cli -p $sp ping 2>/dev/null | grep -q PONG && redis-cli -p $wp ping 2>/dev/null | grep -q PONG && redis-cli -p $rp ping 2>/dev/null| grep -q PONG && break; sleep 0.1; done
-ls $d/rsb/shards/0 $d/rsw/shards/0 2>&1 | tr '\n' ' '; echo
-echo 'target,P,"rps","avg_ms","min_ms","p50_ms","p95_ms","p99_ms","max_ms"'
-for r in $(seq $rounds); do
-for P in 16 1; do
-  N=$n; [ $P = 1 ] && N=$n1
-  for t in redis:$rp bolt:$sp wal:$wp; do
-    name=${t%%:*}; port=${t##*:}
-    echo "$name,P$P,$(redis-benchmark -p $port -c 50 -P $P -n $N --csv XADD s$P '*' f v 2>&1 | tail -1 | cut -d, -f2-)   # $(uptime | sed 's/.*load average: //')"
+trap 'kill $rpid $spid $wpid 2>/dev/null; wait $rpid $spid $wpid 2>/dev/null; rm -rf "$d"' EXIT
+for p in "$rp" "$sp" "$wp"; do
+  for _ in $(seq 400); do redis-cli -p "$p" ping 2>/dev/null | grep -q PONG && break; sleep 0.1; done
+done
+ls "$d/rsb/shards/0" "$d/rsw/shards/0" 2>&1 | tr '\n' ' '; echo
+tick_ns=$((1000000000 / $(getconf CLK_TCK)))
+for r in $(seq "$rounds"); do
+  for P in 16 1; do
+    N=$n; [ "$P" = 1 ] && N=$n1
+    for t in redis:$rp:$rpid bolt:$sp:$spid wal:$wp:$wpid; do
+      IFS=: read -r name port pid <<<"$t"
+      c0=$(cpu_ticks "$pid")
+      res=$(redis-benchmark -p "$port" -c 50 -P "$P" -n "$N" --csv XADD "s$P" '*' f v 2>&1 | tail -1 | cut -d, -f2,7 | tr -d '"')
+      c1=$(cpu_ticks "$pid")
+      echo "$r,$name,$P,$res,$(( (c1 - c0) * tick_ns / N / 1000 )).$(( (c1 - c0) * tick_ns / N / 100 % 10 )),$(cut -d' ' -f1 /proc/loadavg)"
+    done
   done
-done
-done
-kill $rpid $spid $wpid; wait $rpid $spid $wpid 2>/dev/null
-rm -rf $d
+done | tee "$d/rows.csv"
+python3 - "$d/rows.csv" <<'EOF'
+import csv, statistics as st, sys
+rows = list(csv.reader(open(sys.argv[1])))
+by = {(r[0], r[1], r[2]): r for r in rows}
+for P in ("16", "1"):
+    for name in ("redis", "bolt", "wal"):
+        mine = [r for r in rows if r[1] == name and r[2] == P]
+        rat = [float(r[3]) / float(by[(r[0], "redis", P)][3]) for r in mine]
+        p99 = [float(r[4]) / float(by[(r[0], "redis", P)][4]) for r in mine]
+        cpu = [float(r[5]) for r in mine]
+        rps = [float(r[3]) for r in mine]
+        loads = [float(r[6]) for r in mine]
+        print(f"P{P} {name:5s} XADD/s median {st.median(rps):,.0f}  ratio median {st.median(rat):.2f} "
+              f"(range {min(rat):.2f}-{max(rat):.2f})  p99 ratio median {st.median(p99):.2f}  "
+              f"CPU {st.median(cpu):.1f} us/XADD  load {min(loads):.1f}-{max(loads):.1f}")
+EOF
