@@ -244,7 +244,10 @@ readgroup() {
 }
 ok=1
 for i in $(seq 0 $((streams - 1))); do
-  r=$(redis-cli -c -p 7001 XGROUP CREATE "orders:{$i}" billing 0 2>&1)
+  for _ in $(seq 1 50); do # TRYAGAIN/CLUSTERDOWN prove it was not applied
+    r=$(redis-cli -c -p 7001 XGROUP CREATE "orders:{$i}" billing 0 2>&1)
+    case "$r" in *TRYAGAIN*|*CLUSTERDOWN*) sleep 0.2 ;; *) break ;; esac
+  done
   [ "$r" = OK ] || { ok=0; echo "XGROUP CREATE orders:{$i}: $r"; }
   readgroup "orders:{$i}" >"$T/read1.$i" || { ok=0; echo "XREADGROUP orders:{$i} failed"; }
   want=$(awk -v k="orders:{$i}" '$1 == k { print $3 }' "$W.acked" | sort)
