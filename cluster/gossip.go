@@ -75,6 +75,14 @@ func (n *Node) startGossip() error {
 	meta, _ := json.Marshal(gossipMeta{RESP: n.self.RESPAddr(), Bus: n.self.Bus})
 	d := &gossipDelegate{g: g, meta: meta}
 	c := memberlist.DefaultLocalConfig()
+	// Each broadcast goes out RetransmitMult*ceil(log10(nodes+1)) times,
+	// and Leave returns once the last of those is dequeued, before it is
+	// sent. With the local default of 2 and three nodes, one of which was
+	// recently failed (gossip still reaches failed nodes for a while), the
+	// only copy for the live peer could be that last one, lost to
+	// Shutdown closing the socket. LAN's 4 makes it two gossip rounds, so
+	// each live peer gets a copy sent in full before Leave returns.
+	c.RetransmitMult = 4
 	c.Name = n.id
 	c.BindAddr, c.BindPort = host, port
 	c.AdvertiseAddr, c.AdvertisePort = host, port
@@ -160,10 +168,11 @@ func (n *Node) stopGossip() {
 func (g *gossip) stop(leave bool) {
 	g.once.Do(func() {
 		if leave {
-			// Leave returns as soon as the leave message has gone out; the
-			// bound only matters on a starved machine, where one second
-			// was seen to expire first and peers then learned of the
-			// departure only through failure detection.
+			// Leave returns once the leave message has been dequeued for
+			// its last retransmission (see RetransmitMult in startGossip);
+			// the bound only matters on a starved machine, where one
+			// second was seen to expire first and peers then learned of
+			// the departure only through failure detection.
 			_ = g.ml.Leave(3 * time.Second)
 		}
 		_ = g.ml.Shutdown()
