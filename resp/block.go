@@ -190,6 +190,31 @@ func stripBlock(cmd *Command, argv [][]byte) [][]byte {
 	return argv
 }
 
+// claimRecheck is how often a blocked XREADGROUP ... CLAIM min-idle-time
+// retries while nothing wakes it: pending entries become claimable as time
+// passes, with no write to signal it (Redis wakes such clients when the
+// oldest pending entry reaches min-idle-time). The period is min-idle-time
+// bounded to [100 ms, 1 s], so a client waits at most a second more than
+// Redis would, and a blocked client proposes at most ten reads a second.
+func claimRecheck(cmd *Command, argv [][]byte) time.Duration {
+	if cmd.Name != "xreadgroup" {
+		return 0
+	}
+	for i := 1; i+1 < len(argv); i++ {
+		if bytes.EqualFold(argv[i], []byte("STREAMS")) {
+			return 0
+		}
+		if bytes.EqualFold(argv[i], []byte("CLAIM")) {
+			n, good := intArg(argv[i+1])
+			if !good || n < 0 {
+				return 0 // the attempt reports the error
+			}
+			return min(max(time.Duration(n)*time.Millisecond, 100*time.Millisecond), time.Second)
+		}
+	}
+	return 0
+}
+
 // blockingRead serves XREAD/XREADGROUP with BLOCK ms (0 = forever).
 func (s *Server) blockingRead(c *client, cmd *Command, shard, slot int, argv [][]byte, ms int64) reply {
 	argv = stripBlock(cmd, argv)
@@ -227,6 +252,12 @@ func (s *Server) blockingRead(c *client, cmd *Command, shard, slot int, argv [][
 	}
 	poll := time.NewTicker(200 * time.Millisecond)
 	defer poll.Stop()
+	var recheck <-chan time.Time
+	if d := claimRecheck(cmd, argv); d > 0 {
+		t := time.NewTicker(d)
+		defer t.Stop()
+		recheck = t.C
+	}
 	for woken := false; ; woken = true {
 		r := s.attempt(c, cmd, shard, slot, argv)
 		if _, empty := r.(engine.NullArray); !empty {
@@ -240,6 +271,8 @@ func (s *Server) blockingRead(c *client, cmd *Command, shard, slot int, argv [][
 		for !woke {
 			select {
 			case <-w.wake:
+				woke = true
+			case <-recheck:
 				woke = true
 			case <-deadline:
 				s.setBlocked(c, false)

@@ -860,3 +860,57 @@ func assertReplicasAgree(t *testing.T, addrs []string, d time.Duration) []byte {
 	t.Fatalf("replicas still differ after %v", d)
 	return nil
 }
+
+// TestRedis8BlockingClaimWakes: a client blocked in XREADGROUP ... BLOCK ...
+// CLAIM min-idle-time gets a pending entry once it has been idle that long,
+// with no write to wake it, as Redis wakes such clients
+// (https://redis.io/docs/latest/commands/xreadgroup/: "the CLAIM
+// min-idle-time condition may become true for some pending entries during
+// the BLOCK milliseconds period").
+func TestRedis8BlockingClaimWakes(t *testing.T) {
+	rs := startNode(t, "")
+	a, b := dial(t, rs.Addr), dial(t, rs.Addr)
+	do(t, a, "XADD", "cw", "1-1", "f", "v")
+	do(t, a, "XGROUP", "CREATE", "cw", "g", "0")
+	if got := do(t, a, "XREADGROUP", "GROUP", "g", "first", "STREAMS", "cw", ">"); !strings.Contains(got, "1-1") {
+		t.Fatalf("first read: %q", got)
+	}
+	start := time.Now()
+	if err := b.Send("XREADGROUP", "GROUP", "g", "second", "BLOCK", "30000", "CLAIM", "300", "STREAMS", "cw", ">"); err != nil {
+		t.Fatal(err)
+	}
+	b.SetDeadline(time.Now().Add(40 * time.Second))
+	r, err := b.ReadReply()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// [[cw [[1-1 [f v] idle 1]]]]: idle >= 300 ms, delivered once before.
+	v, _, err := parseRESP(r)
+	if err != nil {
+		t.Fatalf("%q: %v", r, err)
+	}
+	streams, _ := v.([]any)
+	if len(streams) != 1 {
+		t.Fatalf("blocked CLAIM read returned %q after %v", r, time.Since(start))
+	}
+	kv, _ := streams[0].([]any)
+	entries, _ := kv[1].([]any)
+	if len(entries) != 1 {
+		t.Fatalf("blocked CLAIM read returned %q", r)
+	}
+	id, f, extra, err := entryFields(entries[0])
+	if err != nil || id != "1-1" || f["f"] != "v" || len(extra) != 2 {
+		t.Fatalf("claimed entry %q (%v)", r, err)
+	}
+	if idle, _ := extra[0].(int64); idle < 300 {
+		t.Fatalf("claimed with idle %d ms < min-idle-time 300", idle)
+	}
+	if n, _ := extra[1].(int64); n != 1 {
+		t.Fatalf("claimed with delivery count %d, want 1", n)
+	}
+	// Well before the 30 s BLOCK timeout (generous for a loaded machine).
+	if d := time.Since(start); d > 20*time.Second {
+		t.Fatalf("claim took %v", d)
+	}
+	t.Logf("claimed after %v", time.Since(start))
+}
