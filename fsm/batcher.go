@@ -92,6 +92,9 @@ func (s *Shard) enqueue(p *proposal) error {
 	if s.closed {
 		return ErrShutdown
 	}
+	if err := s.StorageFault(); err != nil {
+		return err
+	}
 	if !s.IsLeader() {
 		return s.notLeader()
 	}

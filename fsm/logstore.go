@@ -7,6 +7,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
@@ -32,6 +35,148 @@ const (
 // plumbing (an experiment switch: raftstream has no flag for it yet).
 const LogStoreEnv = "RAFTSTREAM_RAFT_LOG_STORE"
 
+// LogStoreFaultEnv names a TEST-ONLY environment variable (fault injection
+// for the fsync-error test): set to a path, it makes every Raft log write of
+// every shard of the process fail with an fsync error while a file exists at
+// that path. The write reaches the store first and only its result is
+// replaced, so the entry may or may not be on disk: what a failed fsync
+// leaves. Never set in production.
+const LogStoreFaultEnv = "RAFTSTREAM_DEBUG_LOG_STORE_FAULT_FILE"
+
+// ErrStorageFault is wrapped by the errors of a replica whose Raft log store
+// failed (StorageFaultError).
+var ErrStorageFault = errors.New("raft log store failed")
+
+// StorageFaultError is returned for proposals and reads on a replica whose
+// Raft log store failed a write: nothing was proposed.
+type StorageFaultError struct {
+	Shard int
+	Err   error // the store's error
+}
+
+func (e *StorageFaultError) Error() string {
+	return fmt.Sprintf("shard %d: the Raft log store failed on this node (%v); this replica stopped and refuses commands, nothing was applied (restart the node once the disk is fixed)", e.Shard, e.Err)
+}
+
+func (e *StorageFaultError) Unwrap() []error { return []error{ErrStorageFault, e.Err} }
+
+// faultStore wraps a shard's store and makes a failed log write fatal to
+// the replica: the first error (fsync, disk full, I/O) is recorded, the
+// shard is told (it logs the fault and shuts its Raft instance down, so it
+// neither leads nor votes on a log it cannot extend), and every later log
+// write fails with the same error without touching the file: after a failed
+// fsync the file's content is unknown, and a retried fsync can report
+// success for pages the kernel already dropped. hashicorp/raft answers the
+// entries of the failed write with the error (the client is told the
+// outcome is unknown) and steps down. Stable-store writes (term, vote) pass
+// through: raft panics if they fail, a crash the restart recovers from.
+type faultStore struct {
+	raftStore
+	dir       string
+	faultFile string      // LogStoreFaultEnv, "" = no injection
+	injectNow atomic.Bool // tests in this package: fail writes from now on
+	fault     atomic.Pointer[error]
+	mu        sync.Mutex
+	onFault   func(error) // set by the shard once open; called once
+	pending   error       // a fault seen before onFault was set
+}
+
+func newFaultStore(st raftStore, dir string) *faultStore {
+	return &faultStore{raftStore: st, dir: dir, faultFile: os.Getenv(LogStoreFaultEnv)}
+}
+
+// injected reports whether a test injects a fault now.
+func (f *faultStore) injected() bool {
+	if f.injectNow.Load() {
+		return true
+	}
+	if f.faultFile == "" {
+		return false
+	}
+	_, err := os.Stat(f.faultFile)
+	return err == nil
+}
+
+// failed records err (if not nil) as the store's fault.
+func (f *faultStore) failed(err error) error {
+	if err == nil {
+		return nil
+	}
+	if f.fault.CompareAndSwap(nil, &err) {
+		f.mu.Lock()
+		cb := f.onFault
+		if cb == nil {
+			f.pending = err
+		}
+		f.mu.Unlock()
+		if cb != nil {
+			cb(err)
+		}
+	}
+	return err
+}
+
+// notify sets the fault callback (and calls it for a fault already seen).
+func (f *faultStore) notify(cb func(error)) {
+	f.mu.Lock()
+	f.onFault = cb
+	err := f.pending
+	f.pending = nil
+	f.mu.Unlock()
+	if err != nil {
+		cb(err)
+	}
+}
+
+// Fault is the store's first write error, nil while healthy.
+func (f *faultStore) Fault() error {
+	if p := f.fault.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+func (f *faultStore) StoreLog(l *raft.Log) error { return f.StoreLogs([]*raft.Log{l}) }
+
+func (f *faultStore) StoreLogs(logs []*raft.Log) error {
+	if err := f.Fault(); err != nil {
+		return err
+	}
+	err := f.raftStore.StoreLogs(logs)
+	if err == nil && f.injected() {
+		err = &os.PathError{Op: "fsync", Path: f.dir, Err: syscall.EIO}
+	}
+	return f.failed(err)
+}
+
+func (f *faultStore) DeleteRange(lo, hi uint64) error {
+	if err := f.Fault(); err != nil {
+		return err
+	}
+	return f.failed(f.raftStore.DeleteRange(lo, hi))
+}
+
+// storageFailed is the shard's reaction to its store's first write error:
+// log it, and stop the replica's Raft instance (not from the goroutine
+// that called the store: that is raft's own, which Shutdown waits for).
+func (s *Shard) storageFailed(err error) {
+	s.log.Error("Raft log store write failed: this replica stops (it refuses commands until the node is restarted on a working disk)", "err", err)
+	go func() { _ = s.raft.Shutdown().Error() }()
+}
+
+// StorageFault is the error that stopped this replica (its Raft log store
+// failed a write), nil while healthy.
+func (s *Shard) StorageFault() error {
+	fs, ok := s.store.(*faultStore)
+	if !ok {
+		return nil
+	}
+	if err := fs.Fault(); err != nil {
+		return &StorageFaultError{Shard: s.cfg.ShardID, Err: err}
+	}
+	return nil
+}
+
 // walSegmentSize is the size of one raft-wal segment file. Entries are
 // batches of up to MaxBatchBytes, so segments hold a few dozen at least;
 // smaller than raft-wal's 64 MiB default because a node has many shards.
@@ -56,7 +201,11 @@ func openRaftStore(kind, dir string, noSync bool, log *slog.Logger, level slog.L
 		if exists(walDir) {
 			return nil, fmt.Errorf("log store %q requested but %s holds a %q log", LogStoreBolt, dir, LogStoreWAL)
 		}
-		return raftboltdb.New(raftboltdb.Options{Path: boltPath, NoSync: noSync})
+		st, err := raftboltdb.New(raftboltdb.Options{Path: boltPath, NoSync: noSync})
+		if err != nil {
+			return nil, err
+		}
+		return newFaultStore(st, boltPath), nil
 	case LogStoreWAL:
 		if noSync {
 			return nil, fmt.Errorf("log store %q does not support NoSync", LogStoreWAL)
@@ -76,7 +225,7 @@ func openRaftStore(kind, dir string, noSync bool, log *slog.Logger, level slog.L
 			meta.Close()
 			return nil, err
 		}
-		return &walStore{WAL: w, meta: meta}, nil
+		return newFaultStore(&walStore{WAL: w, meta: meta}, walDir), nil
 	default:
 		return nil, fmt.Errorf("unknown log store %q (want %q or %q)", kind, LogStoreBolt, LogStoreWAL)
 	}

@@ -93,6 +93,9 @@ func Open(cfg Config) (*Shard, error) {
 		loopDone:   make(chan struct{}),
 		raftDown:   make(chan struct{}),
 	}
+	if fs, ok := store.(*faultStore); ok {
+		fs.notify(s.storageFailed)
+	}
 	s.initStats()
 	go s.run()
 	return s, nil

@@ -33,6 +33,9 @@ type Stats struct {
 	CommitSeconds HistSnapshot
 	// SnapshotSeconds is the duration of TakeSnapshot calls that succeeded.
 	SnapshotSeconds HistSnapshot
+	// StorageFault is the error that stopped the replica (its Raft log
+	// store failed a write; see StorageFault), "" while healthy.
+	StorageFault string
 }
 
 // HistSnapshot is a histogram's state: Counts[i] observations fell in
@@ -161,6 +164,9 @@ func (s *Shard) Stats() Stats {
 		BatchCommands:   s.stats.batch.Snapshot(),
 		CommitSeconds:   s.stats.commit.Snapshot(),
 		SnapshotSeconds: s.stats.snapshot.Snapshot(),
+	}
+	if err := s.StorageFault(); err != nil {
+		st.StorageFault = err.Error()
 	}
 	if metas, err := s.snaps.List(); err == nil && len(metas) > 0 {
 		st.LastSnapshotBytes = metas[0].Size

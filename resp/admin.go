@@ -110,12 +110,18 @@ func (a *Admin) Ready() (bool, string) {
 		return false, "not serving clients yet (waiting for shard leaders at startup)"
 	}
 	local := 0
+	ab, _ := a.be.(AdminBackend)
 	for i := 0; i < a.be.NumShards(); i++ {
 		st, ok := a.be.ShardStatus(i)
 		if !ok {
 			continue
 		}
 		local++
+		if ab != nil {
+			if fs, ok := ab.ShardStats(i); ok && fs.StorageFault != "" {
+				return false, fs.StorageFault
+			}
+		}
 		if st.Leader == "" || st.Role == "candidate" || st.Role == "shutdown" {
 			return false, fmt.Sprintf("shard %d has no leader (role %s, term %d)", i, st.Role, st.Term)
 		}
@@ -209,6 +215,7 @@ func (a *Admin) collectShard(sc *Scrape, i int, st ShardStatus, ab AdminBackend)
 	sc.Add("raftstream_shard_leader_changes_total", "Leader changes observed by this replica (elections, transfers, leader loss).", Counter, float64(fs.LeaderChanges), sh)
 	sc.Add("raftstream_shard_snapshots_total", "Snapshots taken by this replica.", Counter, float64(fs.Snapshots), sh)
 	sc.Add("raftstream_shard_snapshot_bytes", "Size of the newest local snapshot.", Gauge, float64(fs.LastSnapshotBytes), sh)
+	sc.Add("raftstream_shard_storage_fault", "1 when the local replica stopped because its Raft log store failed a write (disk error); restart the node once the disk is fixed.", Gauge, b2f(fs.StorageFault != ""), sh)
 	sc.Histogram("raftstream_shard_batch_commands", "Commands per proposed log entry.", histValue(fs.BatchCommands), sh)
 	sc.Histogram("raftstream_shard_commit_seconds", "Time from proposing an entry to its applied result on the leader (replication, quorum fsync, apply).", histValue(fs.CommitSeconds), sh)
 	sc.Histogram("raftstream_shard_snapshot_seconds", "Duration of snapshots.", histValue(fs.SnapshotSeconds), sh)

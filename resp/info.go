@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -95,6 +96,21 @@ func (s *Server) infoSection(c *client, b *strings.Builder, sec string) {
 		w("loading", 0)
 		w("aof_enabled", 0)
 		w("raft_log_fsync", 1)
+		// Like Redis's aof_last_write_status: err once a local replica's
+		// Raft log store failed a write (that replica stopped).
+		status, faulted := "ok", ""
+		if ab, ok := s.be.(AdminBackend); ok {
+			for i := 0; i < s.be.NumShards(); i++ {
+				if fs, ok := ab.ShardStats(i); ok && fs.StorageFault != "" {
+					status = "err"
+					faulted += "," + strconv.Itoa(i)
+				}
+			}
+		}
+		w("raft_log_last_write_status", status)
+		if faulted != "" {
+			w("raft_log_failed_shards", faulted[1:])
+		}
 	case "stats":
 		b.WriteString("# Stats\r\n")
 		w("total_connections_received", s.stats.connections.Load())

@@ -61,7 +61,9 @@ func copyDir(t *testing.T, from, to string) {
 
 // TestDiskFullLosesNoAcknowledgedWrite fills the node's disk (an 8 MB
 // tmpfs) with XADDs: once the disk is full writes fail with an error
-// instead of being acknowledged, the node reports the fault, and after a
+// instead of being acknowledged, the node reports the fault (log, INFO
+// persistence; TestFsyncErrorLosesNoAcknowledgedWrite checks /readyz and
+// /metrics for the same fault), and after a
 // restart on a bigger disk every acknowledged entry is there.
 func TestDiskFullLosesNoAcknowledgedWrite(t *testing.T) {
 	small := mountTmpfs(t, "8m")
@@ -100,6 +102,9 @@ func TestDiskFullLosesNoAcknowledgedWrite(t *testing.T) {
 	logb, _ := os.ReadFile(n.log)
 	if !bytes.Contains(logb, []byte("no space left on device")) {
 		t.Errorf("the node did not report the full disk in its log:\n%s", tail(logb, 3000))
+	}
+	if info := rawBulk(t, n.Addr, "INFO", "persistence"); !strings.Contains(info, "raft_log_last_write_status:err\r\n") {
+		t.Errorf("INFO persistence does not report the failed write:\n%s", info)
 	}
 	n.kill()
 
