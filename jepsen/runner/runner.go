@@ -246,7 +246,9 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	// history), then the final phase.
 	nemErr = errors.Join(nemErr, sut.heal())
 	w.Nemesis(history.Heal, "")
-	finalCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	// (3 minutes: on a loaded machine the drain of 4 streams holding a
+	// 2-minute run's entries took more than one)
+	finalCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	nemErr = errors.Join(nemErr, sut.waitReady(finalCtx, keys))
 	wl.Final(finalCtx)
 	cancel()

@@ -55,13 +55,14 @@ func (wl *Workload) xread(ctx context.Context, pr *proc, k string) bool {
 	return ok
 }
 
-// xreadgroup reads new entries (">") or this consumer's pending ones ("0");
-// it returns how many entries came back and whether the outcome is known.
-func (wl *Workload) xreadgroup(ctx context.Context, pr *proc, k, from string) (int, bool) {
+// xreadgroup reads up to count new entries (">") or this consumer's pending
+// ones ("0"); it returns how many entries came back and whether the outcome
+// is known.
+func (wl *Workload) xreadgroup(ctx context.Context, pr *proc, k, from string, count int) (int, bool) {
 	c := consumer(pr)
 	in := &history.Value{Group: wl.cfg.Group, Consumer: c, From: from}
 	inv := wl.w.Invoke(pr.p, history.XReadGroup, k, in)
-	r, err := wl.do(ctx, pr, "XREADGROUP", "GROUP", wl.cfg.Group, c, "COUNT", 20, "STREAMS", k, from)
+	r, err := wl.do(ctx, pr, "XREADGROUP", "GROUP", wl.cfg.Group, c, "COUNT", count, "STREAMS", k, from)
 	es, perr := streamEntries(r, k)
 	v := *in
 	v.Entries = es
@@ -77,11 +78,11 @@ func (wl *Workload) xreadgroup(ctx context.Context, pr *proc, k, from string) (i
 	return len(es), true
 }
 
-// xack acknowledges up to 10 entries delivered to this consumer.
-func (wl *Workload) xack(ctx context.Context, pr *proc, k string) bool {
+// xack acknowledges up to max entries delivered to this consumer.
+func (wl *Workload) xack(ctx context.Context, pr *proc, k string, max int) bool {
 	ids := pr.unacked[k]
-	if len(ids) > 10 {
-		ids = ids[:10]
+	if len(ids) > max {
+		ids = ids[:max]
 	}
 	if len(ids) == 0 {
 		ids = []string{"0-1"} // still exercise XACK; acknowledges nothing
@@ -107,14 +108,14 @@ func (wl *Workload) xack(ctx context.Context, pr *proc, k string) bool {
 	return done.Type == history.OK
 }
 
-// xautoclaim claims entries idle for 0 ms to this consumer from the start
-// ID; it returns the server's cursor ("0-0" when the scan is complete) and
-// whether the outcome is known.
-func (wl *Workload) xautoclaim(ctx context.Context, pr *proc, k, from string) (string, bool) {
+// xautoclaim claims up to count entries idle for 0 ms to this consumer from
+// the start ID; it returns the server's cursor ("0-0" when the scan is
+// complete) and whether the outcome is known.
+func (wl *Workload) xautoclaim(ctx context.Context, pr *proc, k, from string, count int) (string, bool) {
 	c := consumer(pr)
 	in := &history.Value{Group: wl.cfg.Group, Consumer: c, From: from}
 	inv := wl.w.Invoke(pr.p, history.XAutoClaim, k, in)
-	r, err := wl.do(ctx, pr, "XAUTOCLAIM", k, wl.cfg.Group, c, 0, from, "COUNT", 50)
+	r, err := wl.do(ctx, pr, "XAUTOCLAIM", k, wl.cfg.Group, c, 0, from, "COUNT", count)
 	next, es, deleted, perr := autoclaim(r)
 	v := *in
 	v.Entries, v.IDs = es, deleted

@@ -184,13 +184,13 @@ func (wl *Workload) random(ctx context.Context, pr *proc, k string) {
 	case x < 60:
 		wl.xread(ctx, pr, k)
 	case x < 75:
-		wl.xreadgroup(ctx, pr, k, ">")
+		wl.xreadgroup(ctx, pr, k, ">", 20)
 	case x < 80:
-		wl.xreadgroup(ctx, pr, k, "0")
+		wl.xreadgroup(ctx, pr, k, "0", 20)
 	case x < 90:
-		wl.xack(ctx, pr, k)
+		wl.xack(ctx, pr, k, 10)
 	case x < 95:
-		wl.xautoclaim(ctx, pr, k, "0-0")
+		wl.xautoclaim(ctx, pr, k, "0-0", 50)
 	default:
 		wl.xpending(ctx, pr, k)
 	}
@@ -225,20 +225,20 @@ func (wl *Workload) Final(ctx context.Context) {
 		}
 		try(func() bool { return wl.xread(ctx, pr, k) })
 		for i, n := 0, 1; i < 1000 && n > 0; i++ {
-			if !try(func() (ok bool) { n, ok = wl.xreadgroup(ctx, pr, k, ">"); return ok }) {
+			if !try(func() (ok bool) { n, ok = wl.xreadgroup(ctx, pr, k, ">", finalBatch); return ok }) {
 				break
 			}
 		}
 		for i, from := 0, "0-0"; i < 1000 && from != ""; i++ {
 			var next string
-			if !try(func() (ok bool) { next, ok = wl.xautoclaim(ctx, pr, k, from); return ok }) || next == "0-0" {
+			if !try(func() (ok bool) { next, ok = wl.xautoclaim(ctx, pr, k, from, finalBatch); return ok }) || next == "0-0" {
 				break
 			}
 			from = next
 		}
-		try(func() bool { _, ok := wl.xreadgroup(ctx, pr, k, "0"); return ok })
+		try(func() bool { _, ok := wl.xreadgroup(ctx, pr, k, "0", finalBatch); return ok })
 		for i := 0; i < 1000; i++ { // at least once, then until all are acked
-			if !try(func() bool { return wl.xack(ctx, pr, k) }) || len(pr.unacked[k]) == 0 {
+			if !try(func() bool { return wl.xack(ctx, pr, k, finalBatch) }) || len(pr.unacked[k]) == 0 {
 				break
 			}
 		}
@@ -249,6 +249,12 @@ func (wl *Workload) Final(ctx context.Context) {
 
 // finalTries bounds the attempts of one step of the final phase.
 const finalTries = 20
+
+// finalBatch is the COUNT of the final drain's reads and claims and the IDs
+// per XACK: a 2-minute run leaves thousands of entries per stream, and at
+// the workload's 20 and 10 the drain of 4 streams outlasted the final
+// phase's minute on a loaded machine.
+const finalBatch = 500
 
 // do records inv, runs args on p's connection with the op timeout, and
 // returns the reply (redis.Nil becomes a nil reply with no error).
