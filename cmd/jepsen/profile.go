@@ -109,7 +109,12 @@ func buildServer(out string) (string, error) {
 func runAll(ctx context.Context, runs []runner.Config, stdout, stderr io.Writer) int {
 	var all []checker.Result
 	code := report.ExitValid
-	for _, c := range runs {
+	for i, c := range runs {
+		if ctx.Err() != nil { // interrupted: the runs not begun are not failures
+			fmt.Fprintf(stdout, "== interrupted after %d of %d runs\n", i, len(runs))
+			code = max(code, report.ExitUnknown)
+			break
+		}
 		tag := filepath.Base(c.Out)
 		fmt.Fprintf(stdout, "== run %s: workload %s, faults %s, %v, seed %d\n", tag, c.Workload,
 			strings.Join(c.Faults, ","), c.Duration, c.Seed)

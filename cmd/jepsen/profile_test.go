@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -114,5 +115,23 @@ func TestExternalDryRun(t *testing.T) {
 	code = run([]string{"-addr", addr + "," + addr, "-docker", "c1", "-faults", "kill", "-out", t.TempDir()}, &out, &errb)
 	if code != report.ExitUnknown || !strings.Contains(errb.String(), "1 containers for 2 addresses") {
 		t.Fatalf("exit %d, stderr %q", code, errb.String())
+	}
+}
+
+// TestRunAllInterrupted: runs not begun when the context ends (SIGTERM to a
+// soak) are skipped, not reported as failed harness runs, and the exit code
+// says the result is incomplete.
+func TestRunAllInterrupted(t *testing.T) {
+	runs, err := profileRuns("soak", runner.Config{Bin: "/bin/true", Out: t.TempDir(), Seed: 1}, map[string]bool{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out, errb bytes.Buffer
+	code := runAll(ctx, runs, &out, &errb)
+	if code != report.ExitUnknown || !strings.Contains(out.String(), "interrupted after 0 of") ||
+		strings.Contains(out.String(), "harness") || !strings.Contains(out.String(), "0 passed, 0 failed") {
+		t.Fatalf("exit %d, output:\n%s%s", code, out.String(), errb.String())
 	}
 }
