@@ -179,6 +179,9 @@ func (a *Admin) Collect(sc *Scrape) {
 		sc.Add("raftstream_clients_connected", "Client connections open.", Gauge, float64(nc))
 		sc.Add("raftstream_clients_blocked", "Clients waiting in a blocking read (XREAD/XREADGROUP BLOCK).", Gauge, float64(s.nBlocked.Load()))
 		sc.Add("raftstream_connections_total", "Client connections accepted.", Counter, float64(s.stats.connections.Load()))
+		const bufHelp = "Client connections closed for passing a buffer limit (client-query-buffer-limit, client-output-buffer-limit)."
+		sc.Add("raftstream_client_buffer_limit_disconnections_total", bufHelp, Counter, float64(s.buf.queryDrops.Load()), Label{"buffer", "query"})
+		sc.Add("raftstream_client_buffer_limit_disconnections_total", bufHelp, Counter, float64(s.buf.outDrops.Load()), Label{"buffer", "output"})
 		s.cmdm.collect(sc)
 	}
 	if a.cfg.MetricsStreams > 0 {

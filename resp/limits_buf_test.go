@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http/httptest"
 	"regexp"
 	"runtime"
 	"strconv"
@@ -153,7 +154,8 @@ func clientCount(t *testing.T, c *resptest.Conn) int {
 // limit instead of holding every reply (150 x ~2.2 MB here), the dropped
 // client gets less than the limit, and the other clients are served.
 func TestOutputBufferHardLimitDropsStalledPipeline(t *testing.T) {
-	s := New(newFakeBackend(1), Config{})
+	be := newFakeBackend(1)
+	s := New(be, Config{})
 	addr := serveOn(t, s)
 	other := dial(t, addr)
 	if got := do(t, other, "CONFIG", "GET", "client-output-buffer-limit"); got !=
@@ -205,6 +207,11 @@ func TestOutputBufferHardLimitDropsStalledPipeline(t *testing.T) {
 	}
 	if n := infoStat(t, other, "client_output_buffer_limit_disconnections"); n != 1 {
 		t.Errorf("disconnections = %d, want 1", n)
+	}
+	rec := httptest.NewRecorder()
+	NewAdmin(be, s, AdminConfig{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if body := rec.Body.String(); !strings.Contains(body, `raftstream_client_buffer_limit_disconnections_total{buffer="output"} 1`+"\n") {
+		t.Errorf("/metrics has no output-buffer disconnection:\n%s", body)
 	}
 }
 
