@@ -117,10 +117,12 @@ func (s *system) membership(w *history.Writer, log *slog.Logger) {
 		default: // joined, or joining late: the removal (which waits) follows
 			sp.id, sp.state = id, spareMember
 		}
-		close(sp.done)
-		sp.mu.Unlock()
+		// recorded before done closes: settle's caller writes the heal and
+		// closes the history next
 		w.Nemesis(history.Stop, name)
 		log.Info("fault", "stop", name, "id", id, "err", err)
+		close(sp.done)
+		sp.mu.Unlock()
 	}()
 }
 
@@ -161,10 +163,10 @@ func (s *system) memberTick(w *history.Writer, log *slog.Logger) error {
 			sp.err = errors.Join(sp.err, fmt.Errorf("%s (%s): %w", name, id, rerr))
 		}
 		sp.state, sp.id = spareOut, ""
-		close(sp.done)
-		sp.mu.Unlock()
 		w.Nemesis(history.Stop, name)
 		log.Info("fault", "stop", name, "err", rerr)
+		close(sp.done)
+		sp.mu.Unlock()
 	}()
 	return err
 }
