@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Fault-injection suite for CI: the ci profile (every nemesis and workload
-# against 3 local raftstream nodes, under 3 minutes), then the self-test:
+# against 3 local raftstream nodes, under 3 minutes), one run of every
+# nemesis with the netns driver (root; skipped where namespaces are
+# unavailable), then the self-test:
 # each known bug injected with --debug-inject-bug must be flagged (exit 1
 # with an anomaly). Ends with "N passed, N failed" (the ci profile's
 # checkers plus one line per injected bug). Exit 0 only when all passed.
@@ -24,6 +26,27 @@ if [[ $last =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
 	passed=$((passed + BASH_REMATCH[1])) failed=$((failed + BASH_REMATCH[2]))
 else
 	echo "ci profile: no summary (see $out/ci.log)"; failed=$((failed + 1))
+fi
+
+# The netns driver (root): the same nemeses with the nodes in network
+# namespaces, partitions as nftables rules. Where namespaces are unavailable
+# the driver says so and exits 2: reported as a skip, not a failure.
+echo "== netns driver: every nemesis but membership, 3 nodes in namespaces"
+"$bin/jepsen" run -driver netns -bin "$bin/raftstream" -nodes 3 -seed "$seed" -duration 45s \
+	-nemesis stall,delay,reset,blackhole,kill,pause,bus-stall,bus-blackhole,bus-delay,bus-reset,partition-one,partition-leader,partition-halves,partition-ring,partition-bridge,oneway,link-delay,leader-pause,clock-skew \
+	-fault-every 500ms -fault-for 1500ms -out "$out/netns" 2>"$out/netns.log" >"$out/netns.txt"
+code=$?
+if [[ $code -eq 2 ]] && grep -q 'skipping' "$out/netns.log"; then
+	echo "SKIP: $(grep skipping "$out/netns.log")"
+else
+	last=$(tail -n 1 "$out/netns.txt")
+	echo "netns: $last (exit $code)"
+	if [[ $code -eq 0 && $last =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+		passed=$((passed + BASH_REMATCH[1])) failed=$((failed + BASH_REMATCH[2]))
+	else
+		grep -E '^(illegal|unknown)' "$out/netns.txt"
+		failed=$((failed + 1))
+	fi
 fi
 
 for bug in ack-before-commit stale-read drop-pel-update; do
