@@ -334,10 +334,11 @@ func (n *Node) publishShards(shards []*localShard) {
 
 func (n *Node) openShard(i int) (*localShard, error) {
 	layer := announcedLayer{StreamLayer: n.mux.Layer(ShardGroup(i)), addr: strAddr(n.self.RESPAddr()), book: n.book}
-	log := n.log.With("shard", i)
+	// fsm.NewShard adds the "shard" attribute to fc.Logger itself; only the
+	// transport's logger, made here, needs it added.
 	tr := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		ServerAddressProvider: n.book,
-		Logger:                shutdownQuiet{fsm.NewHCLogger(log, slog.LevelWarn).Named("transport")},
+		Logger:                shutdownQuiet{fsm.NewHCLogger(n.log.With("shard", i), slog.LevelWarn).Named("transport")},
 		Stream:                layer,
 		MaxPool:               3,
 		Timeout:               10 * time.Second,
@@ -347,7 +348,7 @@ func (n *Node) openShard(i int) (*localShard, error) {
 	fc.Dir = filepath.Join(n.dir, "shards", strconv.Itoa(i))
 	fc.LocalID = raft.ServerID(n.id)
 	fc.Transport = announcingTransport{tr}
-	fc.Logger = log
+	fc.Logger = n.log
 	fc.RaftLogLevel = slog.LevelWarn
 	fc.Engine = n.cfg.Engine
 	fc.Notify = n.dispatchNotify
