@@ -46,8 +46,9 @@ type Config struct {
 	// WriteTimeout bounds how long a client waits for a write to commit
 	// before it is told the outcome is unknown. Default 30s.
 	WriteTimeout time.Duration
-	// MaxInFlight bounds the pipelined writes submitted to one shard and
-	// not yet answered, across all connections; past it connections wait
+	// MaxInFlight bounds the pipelined write submissions (a run of a
+	// connection's consecutive writes to one shard is one submission) to
+	// one shard not yet answered, across all connections; past it connections wait
 	// (and stop reading) instead of overflowing the shard's queue. Default
 	// 4096 (fsm's queue holds 8192).
 	MaxInFlight int
@@ -292,22 +293,36 @@ const maxArgs = 1<<31 - 1
 // pending is a reply not yet known: a submitted write.
 type pending struct {
 	fut   futureLike
+	idx   int // this command's place in the unit fut answers
+	n     int // the unit's length
 	slot  int
 	proto int
 	argv  [][]byte
-	sem   chan struct{} // the shard's in-flight permits; one is held
+	sem   chan struct{} // the shard's in-flight permits; the unit's first command holds one
 	name  string        // table name and start time, for command metrics
 	start time.Time
 }
 
+// Bounds of a run of pipelined writes submitted as one unit (runPipeline):
+// enough to carry a client's pipeline in one proposal, small enough that a
+// bulk load still makes many entries of moderate size.
+const (
+	maxRunCommands = 256
+	maxRunBytes    = 256 << 10
+)
+
 // runPipeline executes argvs in order. Writes are submitted without waiting;
 // any other command first waits for the writes before it (so a read sees the
-// connection's own writes), then runs synchronously.
+// connection's own writes), then runs synchronously. Consecutive writes to
+// one shard are submitted as one unit: one proposal, one future and one
+// in-flight permit instead of one per command. They apply in order within
+// one log entry, and a failing command does not stop the others (as in
+// EXEC), so each command's reply is what it would have been on its own.
 func (s *Server) runPipeline(c *client, argvs [][][]byte) {
 	var queue []pending
-	flush := func() {
+	waitAll := func() {
 		for _, p := range queue {
-			r := s.waitOne(p.fut, p.slot)
+			r := s.waitReply(p.fut, p.slot, p.idx, p.n)
 			s.cmdm.observe(p.name, p.start)
 			if p.sem != nil {
 				<-p.sem
@@ -319,6 +334,43 @@ func (s *Server) runPipeline(c *client, argvs [][][]byte) {
 			c.write(r, p.proto)
 		}
 		queue = queue[:0]
+	}
+	// run holds the writes not submitted yet: consecutive, to one shard.
+	var (
+		run      []pending
+		runShard int
+		runBytes int
+	)
+	submitRun := func() {
+		if len(run) == 0 {
+			return
+		}
+		// Backpressure: at most MaxInFlight submissions per shard wait in
+		// the shard's queue. Never block while holding permits (answer the
+		// submitted writes first), so connections cannot deadlock on each
+		// other.
+		sem := s.sem[runShard]
+		select {
+		case sem <- struct{}{}:
+		default:
+			waitAll()
+			sem <- struct{}{}
+		}
+		unit := make([][][]byte, len(run))
+		for i := range run {
+			unit[i] = run[i].argv
+		}
+		fut := s.be.Submit(runShard, unit)
+		for i := range run {
+			run[i].fut, run[i].idx, run[i].n = fut, i, len(run)
+		}
+		run[0].sem = sem
+		queue = append(queue, run...)
+		run, runBytes = run[:0], 0
+	}
+	flush := func() {
+		submitRun()
+		waitAll()
 	}
 	// Consecutive plain reads are run together: one Read (one read fence)
 	// per run of reads on the same shard.
@@ -387,18 +439,12 @@ func (s *Server) runPipeline(c *client, argvs [][][]byte) {
 		flushReads() // and a write never overtakes an earlier read
 		if shard, slot, name, ok := s.plainWrite(c, argv); ok {
 			c.lastCmdName = name
-			// Backpressure: at most MaxInFlight submissions per shard wait
-			// in the shard's queue. Never block while holding permits (flush
-			// first), so connections cannot deadlock on each other.
-			sem := s.sem[shard]
-			select {
-			case sem <- struct{}{}:
-			default:
-				flush()
-				sem <- struct{}{}
+			size := argvSize(argv)
+			if len(run) > 0 && (shard != runShard || len(run) >= maxRunCommands || runBytes+size > maxRunBytes) {
+				submitRun()
 			}
-			queue = append(queue, pending{fut: s.be.Submit(shard, [][][]byte{argv}), slot: slot,
-				proto: c.proto, argv: argv, sem: sem, name: name, start: start})
+			runShard, runBytes = shard, runBytes+size
+			run = append(run, pending{slot: slot, proto: c.proto, argv: argv, name: name, start: start})
 			continue
 		}
 		flush()
@@ -556,26 +602,45 @@ type futureLike interface {
 	Wait(ctx context.Context) ([]engine.Reply, error)
 }
 
-// waitOne waits for a one-command unit and maps its outcome to a reply.
-func (s *Server) waitOne(f futureLike, slot int) reply {
-	ctx := context.Background()
+// argvSize is the bytes of argv's arguments.
+func argvSize(argv [][]byte) int {
+	n := 0
+	for _, a := range argv {
+		n += len(a)
+	}
+	return n
+}
+
+// waitReply waits for a unit of n commands and maps the outcome of its
+// command idx to a reply.
+func (s *Server) waitReply(f futureLike, slot, idx, n int) reply {
+	rs, err := s.waitFuture(f)
+	if err != nil {
+		return s.mapError(err, slot)
+	}
+	if len(rs) != n {
+		return errorf("ERR internal error: %d replies for %d commands", len(rs), n)
+	}
+	return rs[idx]
+}
+
+// waitFuture waits for f, bounded by WriteTimeout.
+func (s *Server) waitFuture(f futureLike) ([]engine.Reply, error) {
 	select {
 	case <-f.Done():
 		// Already answered, like most writes of a pipeline once the first
 		// one's entry has applied: no deadline (and no timer) needed.
+		return f.Wait(context.Background())
 	default:
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.cfg.WriteTimeout)
-		defer cancel()
 	}
-	rs, err := f.Wait(ctx)
-	if err != nil {
-		return s.mapError(err, slot)
-	}
-	if len(rs) != 1 {
-		return errorf("ERR internal error: %d replies for one command", len(rs))
-	}
-	return rs[0]
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.WriteTimeout)
+	defer cancel()
+	return f.Wait(ctx)
+}
+
+// waitOne waits for a one-command unit and maps its outcome to a reply.
+func (s *Server) waitOne(f futureLike, slot int) reply {
+	return s.waitReply(f, slot, 0, 1)
 }
 
 // route finds the shard of argv's keys. It returns shard -1 for commands

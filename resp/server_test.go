@@ -376,3 +376,94 @@ func TestClientListWhileOthersRun(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// unitRecorder is a fakeBackend that records the length of every submitted
+// unit, in order.
+type unitRecorder struct {
+	*fakeBackend
+	umu   sync.Mutex
+	units []int
+}
+
+func (b *unitRecorder) Submit(shard int, unit fsm.Unit) *fsm.Future {
+	b.umu.Lock()
+	b.units = append(b.units, len(unit))
+	b.umu.Unlock()
+	return b.fakeBackend.Submit(shard, unit)
+}
+
+func (b *unitRecorder) taken() []int {
+	b.umu.Lock()
+	defer b.umu.Unlock()
+	out := append([]int(nil), b.units...)
+	b.units = nil
+	return out
+}
+
+// TestPipelinedWritesShareAUnitPerShardRun: a pipeline's consecutive writes
+// to one shard are submitted as one unit; a write to another shard or a read
+// ends the run; a command that fails inside a run gets its own error while
+// the others apply; and a long run is cut at maxRunCommands.
+func TestPipelinedWritesShareAUnitPerShardRun(t *testing.T) {
+	be := &unitRecorder{fakeBackend: newFakeBackend(2)}
+	addr := startServer(t, be, DefaultConfig())
+	c := dial(t, addr)
+	var a, b string // keys on shard 0 and shard 1
+	for i := 0; a == "" || b == ""; i++ {
+		k := fmt.Sprintf("k%d", i)
+		if be.ShardOfSlot(slotOf([]byte(k))) == 0 {
+			a = k
+		} else {
+			b = k
+		}
+	}
+	var pipe []byte
+	for _, cmd := range [][]string{
+		{"XADD", a, "1-1", "f", "v"},
+		{"XADD", a, "1-1", "f", "v"}, // fails in the engine: ID not above the top
+		{"XADD", a, "1-2", "f", "v"},
+		{"XADD", b, "1-1", "f", "v"},
+		{"XLEN", a},
+		{"XADD", a, "1-3", "f", "v"},
+	} {
+		pipe = append(pipe, resptest.EncodeCommand(cmd...)...)
+	}
+	if err := c.WriteRaw(pipe); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"$3\r\n1-1\r\n", "-ERR The ID specified in XADD is equal or smaller than the target stream top item\r\n",
+		"$3\r\n1-2\r\n", "$3\r\n1-1\r\n", ":2\r\n", "$3\r\n1-3\r\n"}
+	for i, w := range want {
+		r, err := c.ReadReply()
+		if err != nil || string(r) != w {
+			t.Fatalf("reply %d: %q %v, want %q", i, r, err, w)
+		}
+	}
+	if got := be.taken(); fmt.Sprint(got) != "[3 1 1]" {
+		t.Fatalf("units submitted %v, want [3 1 1] (a's run, b's run, a's write after the read)", got)
+	}
+
+	// A long run: every unit at most maxRunCommands, all applied in order.
+	const n = maxRunCommands + 44
+	pipe = pipe[:0]
+	for i := 0; i < n; i++ {
+		pipe = append(pipe, resptest.EncodeCommand("XADD", b, fmt.Sprintf("2-%d", i+1), "f", "v")...)
+	}
+	if err := c.WriteRaw(pipe); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i++ {
+		r, err := c.ReadReply()
+		if w := fmt.Sprintf("2-%d", i+1); err != nil || string(r) != fmt.Sprintf("$%d\r\n%s\r\n", len(w), w) {
+			t.Fatalf("long run reply %d: %q %v", i, r, err)
+		}
+	}
+	units, total, most := be.taken(), 0, 0
+	for _, u := range units {
+		total += u
+		most = max(most, u)
+	}
+	if total != n || most > maxRunCommands || most < 2 {
+		t.Fatalf("long run went in units %v: total %d (want %d), largest %d (want 2..%d)", units, total, n, most, maxRunCommands)
+	}
+}
