@@ -43,8 +43,10 @@ type Options struct {
 	// entry missing from the front of a read may have been trimmed rather
 	// than lost.
 	Trims bool
-	// LinearTimeout bounds porcupine's search per stream; on expiry the
-	// linearizable checker says Unknown. Zero means 10s.
+	// LinearTimeout bounds porcupine's search per stream (for the streams
+	// the chain check leaves undecided, and for the visualization of a
+	// non-linearizable one); on expiry the verdict is Unknown, or Illegal
+	// without a visualization. Zero means 10s.
 	LinearTimeout time.Duration
 	// Liveness lists the operations that must succeed in the final window;
 	// nil means every client operation that occurs in the history.
