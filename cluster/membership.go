@@ -211,7 +211,8 @@ func (a strAddr) String() string  { return string(a) }
 // address provider's answer for its own ID (its bus address), which
 // NetworkTransport.EncodePeer would send. Followers thus learn the leader's
 // RESP address. All other methods, including the optional WithClose and
-// WithPreVote, are the embedded transport's, except pipelining (below).
+// WithPreVote, are the embedded transport's, except pipelining and the
+// heartbeat fast path (below).
 type announcingTransport struct {
 	*raft.NetworkTransport
 }
@@ -226,6 +227,20 @@ type announcingTransport struct {
 func (t announcingTransport) AppendEntriesPipeline(raft.ServerID, raft.ServerAddress) (raft.AppendPipeline, error) {
 	return nil, raft.ErrPipelineReplicationNotSupported
 }
+
+// SetHeartbeatHandler does not install raft's heartbeat fast path, so
+// heartbeats reach the raft goroutine like every other RPC. On the fast
+// path, raft v1.8.0 runs appendEntries on the transport's goroutine: a
+// heartbeat carrying a newer term raises currentTerm while the old leader's
+// loop may be stamping a client entry with getCurrentTerm(), which then
+// bears a term that leader does not lead, at an index where the real
+// leader of that term wrote something else. Both count as (index, term)
+// matches, so the logs diverge for good (hashicorp/raft#695). The fault
+// suite hit it: a leader resumed from SIGSTOP wrote such an entry, and
+// once it led again an acknowledged XADD read back with another ID
+// (jepsen/testdata/raftstream-soak-id-changed.jsonl). Heartbeats may now
+// wait behind a log write, as in raft without the fast path.
+func (t announcingTransport) SetHeartbeatHandler(func(raft.RPC)) {}
 
 // EncodePeer implements raft.Transport.
 func (t announcingTransport) EncodePeer(_ raft.ServerID, p raft.ServerAddress) []byte {
