@@ -91,6 +91,11 @@ type Config struct {
 	// across its shards with TakeSnapshot rather than one timer per group.
 	SnapshotThreshold uint64
 	SnapshotInterval  time.Duration
+	// LogCacheEntries is how many recent log entries raft keeps in memory
+	// (for the apply and for replicating to followers that are close
+	// behind). Entries are batches of up to MaxBatchBytes each, so this
+	// bounds memory: 64 entries of 1 MiB is 64 MiB per shard.
+	LogCacheEntries int
 	// SnapshotRetain is how many snapshots the file store keeps.
 	SnapshotRetain int
 	// NoSync skips fsync in the log store. Benchmarks only: the same file
@@ -123,6 +128,7 @@ func DefaultConfig() Config {
 		SnapshotThreshold:  4096,
 		SnapshotInterval:   24 * time.Hour,
 		SnapshotRetain:     2,
+		LogCacheEntries:    64,
 		LogStore:           os.Getenv(LogStoreEnv),
 	}
 }
@@ -152,6 +158,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("fsm: EnqueueTimeout %v <= 0", c.EnqueueTimeout)
 	case c.ApplyTimeout <= 0:
 		return fmt.Errorf("fsm: ApplyTimeout %v <= 0", c.ApplyTimeout)
+	case c.LogCacheEntries < 1:
+		return fmt.Errorf("fsm: LogCacheEntries %d < 1", c.LogCacheEntries)
 	case c.SnapshotRetain < 1:
 		return fmt.Errorf("fsm: SnapshotRetain %d < 1", c.SnapshotRetain)
 	case c.Engine.NodeMaxBytes < 0:

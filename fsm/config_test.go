@@ -26,6 +26,8 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 		"MaxInFlight":      func(c *Config) { c.MaxInFlight = 0 },
 		"QueueDepth":       func(c *Config) { c.QueueDepth = -1 },
 		"ApplyTimeout":     func(c *Config) { c.ApplyTimeout = 0 },
+		"MaxLinger":        func(c *Config) { c.MaxLinger = -1 },
+		"LogCacheEntries":  func(c *Config) { c.LogCacheEntries = 0 },
 		"ElectionTimeout":  func(c *Config) { c.ElectionTimeout = c.HeartbeatTimeout / 2 },
 	} {
 		c := good

@@ -73,7 +73,7 @@ func Open(cfg Config) (*Shard, error) {
 		store.Close()
 		return nil, fmt.Errorf("fsm: shard %d: open snapshot store: %w", cfg.ShardID, err)
 	}
-	cache, err := raft.NewLogCache(256, store)
+	cache, err := raft.NewLogCache(cfg.LogCacheEntries, store)
 	if err != nil {
 		store.Close()
 		return nil, err
