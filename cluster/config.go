@@ -73,8 +73,9 @@ type Config struct {
 	// Logger receives node, transport and Raft logs. Nil means discard.
 	Logger *slog.Logger
 
-	// Raft timing. Zero values take hashicorp/raft's defaults; tests shorten
-	// them to make elections fast on loopback.
+	// Raft timing. Zero values take the shard defaults of
+	// fsm.DefaultConfig (500ms, 500ms, 250ms); tests shorten them to make
+	// elections fast on loopback.
 	HeartbeatTimeout   time.Duration
 	ElectionTimeout    time.Duration
 	LeaderLeaseTimeout time.Duration
