@@ -9,7 +9,9 @@ import (
 // Leader balancing. Every shard has a preferred leader, its first replica
 // (placement rotates it round-robin, so 3 nodes × 16 shards prefer 6/5/5).
 // Each node, every BalanceInterval, hands at most one shard it leads but
-// does not prefer to the preferred node, provided that node has answered
+// does not prefer to the preferred node, provided that node is a voter of
+// the shard's current configuration (a re-placed replica is a non-voter
+// while it catches up) and has answered
 // health polls for at least two intervals (hysteresis: a flapping node is
 // not handed leadership) and the shard was not handed over in the last
 // three intervals. A node that comes back therefore regains its shards one
@@ -44,6 +46,15 @@ func (n *Node) balanceOnce(lastMove map[int]time.Time) {
 		}
 		m, ok := st.members.Node(pref)
 		if !ok {
+			continue
+		}
+		// The preferred replica of a re-placed shard may not be a voter
+		// yet (added as non-voter, catching up). Leadership handed to a
+		// non-voter is lost: its election with the transfer's higher term
+		// deposes this leader and it cannot win, so the shard is leaderless
+		// until the next election, and the transfer also blocks the
+		// reconfiguration steps meanwhile.
+		if !isVoter(ls.s.Raft(), pref) {
 			continue
 		}
 		lastMove[i] = time.Now()

@@ -502,16 +502,31 @@ func (n *Node) ShardOfKey(key []byte) int { return n.slotMap.ShardOfKey(key) }
 // not hosted here fails with *fsm.NotLeaderError naming its leader as last
 // reported by the replicas (or its preferred replica when none is known).
 func (n *Node) Submit(shard int, unit fsm.Unit) *fsm.Future {
-	if ls := n.shard(shard); ls != nil {
+	if ls := n.shard(shard); ls != nil && !n.movingAway(shard, ls) {
 		return ls.s.Submit(unit)
 	}
 	return fsm.FailedFuture(n.remoteLeader(shard))
 }
 
+// movingAway reports whether ls, the local replica of shard, is no longer
+// placed here and knows no leader: a replica its leader removed without
+// telling it (reconfig.go, leftBehind) stays open for a while, and would
+// answer "leader unknown" (TRYAGAIN) to every retry meanwhile. Such a
+// shard is answered as one not hosted here, naming the leader the other
+// members report.
+func (n *Node) movingAway(shard int, ls *localShard) bool {
+	st := n.st.Load()
+	if st.members == nil || st.members.Hosts(shard, n.id) || ls.s.IsLeader() {
+		return false
+	}
+	id, _ := ls.s.Leader()
+	return id == ""
+}
+
 // Read implements resp.Backend.
 func (n *Node) Read(ctx context.Context, shard int, stale bool, fn func(e *engine.Engine)) error {
 	ls := n.shard(shard)
-	if ls == nil {
+	if ls == nil || (!stale && n.movingAway(shard, ls)) {
 		return n.remoteLeader(shard)
 	}
 	if stale {

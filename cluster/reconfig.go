@@ -29,7 +29,8 @@ import (
 //
 //   - a node opens (without bootstrapping) the replicas placed on it, and
 //     closes and deletes those no longer placed on it once its shard's Raft
-//     configuration no longer lists it (or it has waited drainGrace);
+//     configuration no longer lists it (or, never told of its removal, it
+//     has not heard from the shard's leader for drainGrace);
 //   - the leader of each shard makes one Raft configuration change at a
 //     time towards the desired set: add a missing replica as non-voter,
 //     promote it once caught up, then remove surplus voters (handing
@@ -42,10 +43,11 @@ import (
 // the controller leader re-plans.
 const reconcileInterval = 250 * time.Millisecond
 
-// drainGrace is how long a node keeps a replica no longer placed on it
-// while its Raft configuration still lists it (the leader normally removes
-// it well before).
-const drainGrace = 10 * time.Second
+// drainGrace is how long a replica no longer placed on this node, whose
+// own Raft configuration still lists it, must go without hearing from a
+// leader (while another member leads its shard) before it is closed: see
+// leftBehind.
+const drainGrace = 5 * time.Second
 
 // catchUpLag is how many entries a non-voter may trail the leader's
 // applied index and still be promoted.
@@ -312,7 +314,6 @@ func (n *Node) RemoveNode(ctx context.Context, id string) error {
 func (n *Node) reconcileLoop() {
 	t := time.NewTicker(reconcileInterval)
 	defer t.Stop()
-	unwanted := make(map[int]time.Time)
 	lastPlan := time.Time{}
 	for {
 		select {
@@ -324,13 +325,13 @@ func (n *Node) reconcileLoop() {
 			lastPlan = time.Now()
 			n.ctrlPlan()
 		}
-		n.reconcileLocal(unwanted)
+		n.reconcileLocal()
 	}
 }
 
 // reconcileLocal opens replicas placed here, retires those no longer
 // placed here, and, for shards led here, takes one configuration step.
-func (n *Node) reconcileLocal(unwanted map[int]time.Time) {
+func (n *Node) reconcileLocal() {
 	st := n.st.Load()
 	m := st.members
 	if m == nil {
@@ -355,28 +356,41 @@ func (n *Node) reconcileLocal(unwanted map[int]time.Time) {
 			n.log.Info("replica placed here opened", "shard", i)
 		case ls == nil:
 		case want:
-			delete(unwanted, i)
 			if ls.s.IsLeader() {
 				n.reconcileShard(i, ls, m)
 			}
 		default:
-			if _, ok := unwanted[i]; !ok {
-				unwanted[i] = time.Now()
-			}
 			if ls.s.IsLeader() {
 				n.reconcileShard(i, ls, m)
 				continue
 			}
-			if inConfig(ls.s.Raft(), n.id) && time.Since(unwanted[i]) < drainGrace {
+			if inConfig(ls.s.Raft(), n.id) && !n.leftBehind(i, ls) {
 				continue
 			}
 			n.setShard(i, nil)
 			err := errors.Join(ls.tr.Close(), ls.s.Close(),
 				os.RemoveAll(filepath.Join(n.dir, "shards", strconv.Itoa(i))))
-			delete(unwanted, i)
 			n.log.Info("replica moved away closed", "shard", i, "err", err)
 		}
 	}
+}
+
+// leftBehind reports whether ls, a replica of shard i no longer placed
+// here that still finds itself in its configuration, has been removed by
+// the shard's leader without learning it (a leader stops replicating to a
+// server as soon as it appends the configuration that removes it). It has
+// if no leader has contacted it for drainGrace while another member leads
+// the shard. A replica the leader still counts as a voter hears from it
+// every heartbeat, so it is kept until the leader has removed it: closing
+// it earlier would leave the shard a voter short of its configuration (one
+// more failure from no quorum), which on a loaded machine kept shards
+// without a leader for many seconds while replicas were re-placed.
+func (n *Node) leftBehind(i int, ls *localShard) bool {
+	if time.Since(ls.s.Raft().LastContact()) < drainGrace {
+		return false
+	}
+	l := n.health.leaderOf(i)
+	return l != "" && l != n.id
 }
 
 // setShard publishes ls as the local replica of shard i.
@@ -385,6 +399,18 @@ func (n *Node) setShard(i int, ls *localShard) {
 		shards := slices.Clone(old.shards)
 		shards[i] = ls
 		return &state{members: old.members, shards: shards}
+	})
+}
+
+// isVoter reports whether id is a voter in r's latest configuration (false
+// if it cannot be read).
+func isVoter(r *raft.Raft, id string) bool {
+	f := r.GetConfiguration()
+	if f.Error() != nil {
+		return false
+	}
+	return slices.ContainsFunc(f.Configuration().Servers, func(s raft.Server) bool {
+		return string(s.ID) == id && s.Suffrage == raft.Voter
 	})
 }
 
