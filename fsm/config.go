@@ -94,7 +94,11 @@ type Config struct {
 	// LogCacheEntries is how many recent log entries raft keeps in memory
 	// (for the apply and for replicating to followers that are close
 	// behind). Entries are batches of up to MaxBatchBytes each, so this
-	// bounds memory: 64 entries of 1 MiB is 64 MiB per shard.
+	// bounds memory: 256 entries of 1 MiB is 256 MiB per shard. 64 saved
+	// 30 MB of heap on a single node with 1M entries but cost a 3-node,
+	// 16-shard cluster half its XADD throughput in two runs (followers and
+	// their apply fall further behind than 64 entries under load and read
+	// from the log store), so the default stays 256.
 	LogCacheEntries int
 	// SnapshotRetain is how many snapshots the file store keeps.
 	SnapshotRetain int
@@ -128,7 +132,7 @@ func DefaultConfig() Config {
 		SnapshotThreshold:  4096,
 		SnapshotInterval:   24 * time.Hour,
 		SnapshotRetain:     2,
-		LogCacheEntries:    64,
+		LogCacheEntries:    256,
 		LogStore:           os.Getenv(LogStoreEnv),
 	}
 }
