@@ -53,7 +53,7 @@ func TestJoinRunningClusterThenDrain(t *testing.T) {
 	c := testConfig(t, t.TempDir())
 	c.Shards = 0
 	c.Join = tc.cfgs[0].Join
-	c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = 0, 0, 0
+	loadedTiming(&c)
 	c.BalanceInterval = 300 * time.Millisecond
 	c.NodeName = "n3"
 	nn, err := Open(c)
