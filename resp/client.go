@@ -29,6 +29,8 @@ type client struct {
 	lastCmd     []byte
 	lastCmdName string
 
+	waitTimer *time.Timer // bounds the pipeline's waits for writes (server.go replyOf)
+
 	multi    *multiState // non-nil between MULTI and EXEC/DISCARD
 	lastExec [][][]byte  // the commands of the last EXEC (for forwarding)
 

@@ -3,6 +3,7 @@ package resp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"sort"
@@ -14,6 +15,7 @@ import (
 	"github.com/tidwall/redcon"
 
 	"github.com/raftstream/raftstream/engine"
+	"github.com/raftstream/raftstream/fsm"
 )
 
 type (
@@ -322,7 +324,7 @@ func (s *Server) runPipeline(c *client, argvs [][][]byte) {
 	var queue []pending
 	waitAll := func() {
 		for _, p := range queue {
-			r := s.waitReply(p.fut, p.slot, p.idx, p.n)
+			r := s.replyOf(c, p.fut, p.slot, p.idx, p.n)
 			s.cmdm.observe(p.name, p.start)
 			if p.sem != nil {
 				<-p.sem
@@ -430,14 +432,15 @@ func (s *Server) runPipeline(c *client, argvs [][][]byte) {
 				return
 			}
 		}
-		if shard, slot, name, ok := s.plainRead(c, argv); ok {
+		cmd := s.plainCmd(c, argv)
+		if shard, slot, name, ok := s.plainRead(cmd, argv); ok {
 			c.lastCmdName = name
 			flush() // a read sees the connection's earlier writes
 			reads = append(reads, pendingRead{argv: argv, shard: shard, slot: slot, name: name, start: start})
 			continue
 		}
 		flushReads() // and a write never overtakes an earlier read
-		if shard, slot, name, ok := s.plainWrite(c, argv); ok {
+		if shard, slot, name, ok := s.plainWrite(cmd, argv); ok {
 			c.lastCmdName = name
 			size := argvSize(argv)
 			if len(run) > 0 && (shard != runShard || len(run) >= maxRunCommands || runBytes+size > maxRunBytes) {
@@ -468,15 +471,11 @@ func (s *Server) runPipeline(c *client, argvs [][][]byte) {
 	}
 }
 
-// plainWrite reports whether argv is a plain write (outside MULTI, not
-// blocking, keys in one shard) that can be submitted without waiting, and
-// where it goes.
-func (s *Server) plainWrite(c *client, argv [][]byte) (shard, slot int, name string, ok bool) {
-	if c.multi != nil || !c.authed || c.restricted(s) || s.overMaxMemory() {
-		return 0, 0, "", false
-	}
-	cmd, er := lookup(argv)
-	if er != nil || cmd.Kind != KindWrite {
+// plainWrite reports whether argv, looked up by plainCmd as cmd, is a plain
+// write (outside MULTI, not blocking, keys in one shard) that can be
+// submitted without waiting, and where it goes.
+func (s *Server) plainWrite(cmd *Command, argv [][]byte) (shard, slot int, name string, ok bool) {
+	if cmd == nil || cmd.Kind != KindWrite || s.overMaxMemory() {
 		return 0, 0, "", false
 	}
 	if cmd.Flags&FlagBlocking != 0 {
@@ -484,7 +483,7 @@ func (s *Server) plainWrite(c *client, argv [][]byte) (shard, slot int, name str
 			return 0, 0, "", false
 		}
 	}
-	shard, slot, er = s.route(cmd, argv)
+	shard, slot, er := s.route(cmd, argv)
 	if er != nil || shard < 0 || shard >= len(s.sem) {
 		return 0, 0, "", false
 	}
@@ -499,14 +498,11 @@ type pendingRead struct {
 	start       time.Time
 }
 
-// plainRead reports whether argv is a plain read (outside MULTI, not
-// blocking, keys in one shard) that can be batched with its neighbours.
-func (s *Server) plainRead(c *client, argv [][]byte) (shard, slot int, name string, ok bool) {
-	if c.multi != nil || !c.authed || c.restricted(s) {
-		return 0, 0, "", false
-	}
-	cmd, er := lookup(argv)
-	if er != nil || cmd.Kind != KindRead {
+// plainRead reports whether argv, looked up by plainCmd as cmd, is a plain
+// read (outside MULTI, not blocking, keys in one shard) that can be batched
+// with its neighbours.
+func (s *Server) plainRead(cmd *Command, argv [][]byte) (shard, slot int, name string, ok bool) {
+	if cmd == nil || cmd.Kind != KindRead {
 		return 0, 0, "", false
 	}
 	if cmd.Flags&FlagBlocking != 0 {
@@ -514,11 +510,26 @@ func (s *Server) plainRead(c *client, argv [][]byte) (shard, slot int, name stri
 			return 0, 0, "", false
 		}
 	}
-	shard, slot, er = s.route(cmd, argv)
+	shard, slot, er := s.route(cmd, argv)
 	if er != nil || shard < 0 {
 		return 0, 0, "", false
 	}
 	return shard, slot, cmd.Name, true
+}
+
+// plainCmd looks argv up once for plainRead and plainWrite. It returns nil
+// when the command cannot take either path: inside MULTI, before AUTH, for a
+// connection whose ACL user is restricted, or for an unknown command or
+// wrong arity (exec then answers the error).
+func (s *Server) plainCmd(c *client, argv [][]byte) *Command {
+	if c.multi != nil || !c.authed || c.restricted(s) {
+		return nil
+	}
+	cmd, er := lookup(argv)
+	if er != nil {
+		return nil
+	}
+	return cmd
 }
 
 // exec runs one command through the general path and returns its reply
@@ -622,6 +633,41 @@ func (s *Server) waitReply(f futureLike, slot, idx, n int) reply {
 		return errorf("ERR internal error: %d replies for %d commands", len(rs), n)
 	}
 	return rs[idx]
+}
+
+// replyOf is waitReply for the connection's own pipeline: a wait that
+// blocks uses the connection's timer instead of a new context and timer.
+func (s *Server) replyOf(c *client, f futureLike, slot, idx, n int) reply {
+	rs, err := s.waitFutureTimer(c, f)
+	if err != nil {
+		return s.mapError(err, slot)
+	}
+	if len(rs) != n {
+		return errorf("ERR internal error: %d replies for %d commands", len(rs), n)
+	}
+	return rs[idx]
+}
+
+// waitFutureTimer waits for f, bounded by WriteTimeout, with the
+// connection's reusable timer (its own goroutine only).
+func (s *Server) waitFutureTimer(c *client, f futureLike) ([]engine.Reply, error) {
+	select {
+	case <-f.Done():
+		return f.Wait(context.Background())
+	default:
+	}
+	if c.waitTimer == nil {
+		c.waitTimer = time.NewTimer(s.cfg.WriteTimeout)
+	} else {
+		c.waitTimer.Reset(s.cfg.WriteTimeout)
+	}
+	select {
+	case <-f.Done():
+		c.waitTimer.Stop()
+		return f.Wait(context.Background())
+	case <-c.waitTimer.C:
+		return nil, fmt.Errorf("%w: %v", fsm.ErrUnknownOutcome, context.DeadlineExceeded)
+	}
 }
 
 // waitFuture waits for f, bounded by WriteTimeout.

@@ -467,3 +467,43 @@ func TestPipelinedWritesShareAUnitPerShardRun(t *testing.T) {
 		t.Fatalf("long run went in units %v: total %d (want %d), largest %d (want 2..%d)", units, total, n, most, maxRunCommands)
 	}
 }
+
+// hangingBackend never answers a submitted unit (a proposal whose entry
+// never commits).
+type hangingBackend struct{ *fakeBackend }
+
+func (b hangingBackend) Submit(int, fsm.Unit) *fsm.Future { return new(fsm.Future) }
+
+// TestPipelinedWriteTimeoutIsUnknownOutcome: pipelined writes that are not
+// answered within WriteTimeout get the unknown-outcome error, in order, and
+// the connection's timer works again for the next pipeline.
+func TestPipelinedWriteTimeoutIsUnknownOutcome(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.WriteTimeout = 200 * time.Millisecond
+	addr := startServer(t, hangingBackend{newFakeBackend(1)}, cfg)
+	c := dial(t, addr)
+	want := string(AppendReply(nil, errUnknownOutcome, 2))
+	for round := 0; round < 2; round++ {
+		var pipe []byte
+		for i := 0; i < 3; i++ {
+			pipe = append(pipe, resptest.EncodeCommand("XADD", "s", "*", "f", "v")...)
+		}
+		pipe = append(pipe, resptest.EncodeCommand("PING")...)
+		start := time.Now()
+		if err := c.WriteRaw(pipe); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 3; i++ {
+			r, err := c.ReadReply()
+			if err != nil || string(r) != want {
+				t.Fatalf("round %d reply %d: %q %v, want %q", round, i, r, err, want)
+			}
+		}
+		if r, err := c.ReadReply(); err != nil || string(r) != "+PONG\r\n" {
+			t.Fatalf("round %d PING: %q %v", round, r, err)
+		}
+		if d := time.Since(start); d < cfg.WriteTimeout {
+			t.Fatalf("round %d answered after %v, before WriteTimeout %v", round, d, cfg.WriteTimeout)
+		}
+	}
+}
