@@ -65,7 +65,11 @@ func startCluster(t testing.TB, size, shards int, opts ...func(*Config)) *testCl
 		tc.nodes[i] = n
 	}
 	t.Cleanup(tc.close)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// Formation usually takes a few seconds; the bound is generous because
+	// first elections of many groups are slow under -race on a loaded
+	// 2-core machine, and the time taken is logged.
+	t0 := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), formationBudget)
 	defer cancel()
 	errs := make(chan error, size)
 	for _, n := range tc.nodes {
@@ -78,10 +82,31 @@ func startCluster(t testing.TB, size, shards int, opts ...func(*Config)) *testCl
 	}
 	for _, n := range tc.nodes {
 		if err := n.WaitLeaders(ctx); err != nil {
-			t.Fatal(err)
+			t.Fatalf("%v after %v: shards without a known leader on %s: %v", err, time.Since(t0).Round(time.Millisecond), n.ID(), leaderless(n))
 		}
 	}
+	t.Logf("%d nodes, %d shards: every shard led after %v", size, shards, time.Since(t0).Round(time.Millisecond))
 	return tc
+}
+
+// formationBudget bounds forming a test cluster until every shard has a
+// leader; workBudget bounds the writes and waits of one multi-node test
+// after formation. Both are far above the usual seconds: the tests check
+// that every shard gets a leader and takes writes, not how fast.
+const (
+	formationBudget = 2 * time.Minute
+	workBudget      = 3 * time.Minute
+)
+
+// leaderless lists the shards n's topology shows without a leader.
+func leaderless(n *Node) []int {
+	var out []int
+	for i, s := range n.Topology().Shards {
+		if s.Leader == "" {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // loadedTiming gives a node of the multi-node tests hashicorp/raft's own
@@ -335,10 +360,16 @@ func waitBalanced(t *testing.T, tc *testCluster, stall time.Duration) {
 // as those leaders see themselves, and returns how long that took.
 func waitAllLed(t *testing.T, tc *testCluster, d time.Duration) time.Duration {
 	t.Helper()
+	return waitAllLedN(t, tc, 16, d)
+}
+
+// waitAllLedN is waitAllLed for a cluster of shards shards.
+func waitAllLedN(t *testing.T, tc *testCluster, shards int, d time.Duration) time.Duration {
+	t.Helper()
 	start := time.Now()
 	for {
 		led := 0
-		for s := 0; s < 16; s++ {
+		for s := 0; s < shards; s++ {
 			for _, n := range tc.nodes {
 				if n == nil {
 					continue
@@ -349,11 +380,11 @@ func waitAllLed(t *testing.T, tc *testCluster, d time.Duration) time.Duration {
 				}
 			}
 		}
-		if led == 16 {
+		if led == shards {
 			return time.Since(start)
 		}
 		if time.Since(start) > d {
-			t.Fatalf("only %d of 16 shards have a leader %v after the restart", led, d)
+			t.Fatalf("only %d of %d shards have a leader after %v", led, shards, d)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -379,7 +410,7 @@ func waitStale(ctx context.Context, n *Node, shard, v int) error {
 // address (learned from health polls), and following it succeeds.
 func TestFiveNodesRouteNonLocalShards(t *testing.T) {
 	tc := startCluster(t, 5, 5)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), workBudget)
 	defer cancel()
 	for _, n := range tc.nodes {
 		hosted := 0
@@ -496,7 +527,7 @@ func waitControllers(t *testing.T, tc *testCluster, d time.Duration) {
 // every shard takes writes again.
 func TestThreeNodesFailoverWithoutHandOff(t *testing.T) {
 	tc := startCluster(t, 3, 8)
-	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), workBudget)
 	defer cancel()
 	for s := 0; s < 8; s++ {
 		if err := tc.submitFollowing(ctx, s, 1); err != nil {
@@ -519,12 +550,14 @@ func TestThreeNodesFailoverWithoutHandOff(t *testing.T) {
 		}
 	}
 	start := time.Now()
+	// The two survivors elect a leader for every shard the victim led.
+	elected := waitAllLedN(t, tc, 8, 90*time.Second)
 	for s := 0; s < 8; s++ {
 		if err := tc.submitFollowing(ctx, s, 2); err != nil {
 			t.Fatal(err)
 		}
 	}
-	t.Logf("victim led %d of 8 shards; all shards writable again after %v", led, time.Since(start))
+	t.Logf("victim led %d of 8 shards; every shard led again after %v, all writable after %v", led, elected, time.Since(start))
 }
 
 // TestRestartOnNewAddresses: a node restarts with another RESP port and
@@ -532,7 +565,7 @@ func TestThreeNodesFailoverWithoutHandOff(t *testing.T) {
 // replicate to it again and announce it where it now is.
 func TestRestartOnNewAddresses(t *testing.T) {
 	tc := startCluster(t, 3, 2)
-	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), workBudget)
 	defer cancel()
 	moved := 2
 	id := tc.nodes[moved].ID()

@@ -33,13 +33,13 @@ func TestFormationTransitiveAndStaggered(t *testing.T) {
 		c.AdvertiseBus = ""
 		c.BootstrapExpect = size
 		c.Shards = 2
-		c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = 0, 0, 0
+		loadedTiming(&c)
 		cfgs[i] = c
 	}
 	for i := range cfgs {
 		cfgs[i].Join = []string{cfgs[(i+size-1)%size].BindAddr}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), formationBudget)
 	defer cancel()
 	nodes := make([]*Node, size)
 	errs := make(chan error, size)

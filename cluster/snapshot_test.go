@@ -58,7 +58,7 @@ func TestFollowerCatchesUpFromSnapshot(t *testing.T) {
 		c.SnapshotInterval = time.Hour // snapshots taken by hand below
 		c.TrailingLogs = trailing
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), workBudget)
 	defer cancel()
 	follower := -1
 	for i, n := range tc.nodes {

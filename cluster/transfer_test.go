@@ -15,7 +15,7 @@ import (
 // itself — which made clients loop on MOVED to the same node.
 func TestTransferNeverRedirectsToSelf(t *testing.T) {
 	tc := startCluster(t, 3, 4, func(c *Config) { c.BalanceInterval = -1 })
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), workBudget)
 	defer cancel()
 	named, unknown := 0, 0
 	for round := 0; round < 6; round++ {
