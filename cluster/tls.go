@@ -143,5 +143,51 @@ func (t *BusTLS) client(c net.Conn, timeout time.Duration) (net.Conn, error) {
 		return nil, fmt.Errorf("cluster TLS handshake with %s: %w", c.RemoteAddr(), err)
 	}
 	_ = c.SetDeadline(time.Time{})
-	return tc, nil
+	return &clientConn{Conn: tc}, nil
+}
+
+// alertWait bounds the read that looks for the server's alert after a
+// failed write; the alert, if any, was sent before the server closed, so
+// it is already waiting in the socket.
+const alertWait = time.Second
+
+// clientConn is the client side of a bus TLS connection. Under TLS 1.3 the
+// client's handshake completes before the server has checked the client's
+// certificate: a server that refuses it sends an alert and closes, and the
+// client learns of that only on its next read. A write in between fails
+// with a plain EPIPE or ECONNRESET ("broken pipe") that does not say why.
+// So a failed write reads once to surface the server's alert, and both
+// directions report a refusal of the certificate as a *CertError.
+type clientConn struct {
+	*tls.Conn
+}
+
+func (c *clientConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	if err != nil {
+		if aerr := c.peerAlert(); aerr != nil {
+			return n, aerr
+		}
+	}
+	return n, err
+}
+
+func (c *clientConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if err != nil {
+		err = asCertError(err)
+	}
+	return n, err
+}
+
+// peerAlert reads once, briefly, after a failed write and returns the
+// certificate error the peer's alert names, or nil. The connection is
+// unusable after a failed write, so the byte it may consume is not missed.
+func (c *clientConn) peerAlert() error {
+	_ = c.Conn.SetReadDeadline(time.Now().Add(alertWait))
+	var b [1]byte
+	if _, err := c.Conn.Read(b[:]); err != nil && IsCertError(err) {
+		return asCertError(err)
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bufio"
+	"errors"
 	"io"
 	"testing"
 	"time"
@@ -91,5 +92,50 @@ func TestBusMutualTLS(t *testing.T) {
 	case rpc := <-tr.Consumer():
 		t.Errorf("rogue RPC delivered to Raft: %T", rpc.Command)
 	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+// Under TLS 1.3 a client's handshake completes before the server has
+// checked the client's certificate; the server's refusal (an alert, then
+// close) reaches the client only on a read, and a write after the close
+// fails with a bare "broken pipe". A client with another CA's certificate
+// that keeps writing must still get a certificate error, however the
+// timing falls, so a node or admin tool can say what is wrong.
+func TestBusTLSRefusedClientWriteIsCertError(t *testing.T) {
+	good := resptest.WriteTLSFiles(t, "cluster")
+	bad := resptest.WriteTLSFiles(t, "rogue")
+	// The rogue node trusts the cluster CA, so its side of the handshake
+	// succeeds; only the server refuses (the case that raced).
+	mixed := resptest.TLSFiles{ServerCert: bad.ServerCert, ServerKey: bad.ServerKey, CA: good.CA}
+	a, rogue := newTLSMux(t, &good), newTLSMux(t, &mixed)
+	l := a.Layer(RPCGroup)
+	defer l.Close()
+	for round := 0; round < 3; round++ {
+		c, err := rogue.Dial(a.Addr().String(), RPCGroup, 2*time.Second)
+		if err != nil {
+			if !IsCertError(err) {
+				t.Fatalf("round %d: dial failed with %v, want a certificate error", round, err)
+			}
+			continue
+		}
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		// Write until the refusal shows (bounded: the server closes
+		// within its handshake, well inside 200 writes 10 ms apart).
+		var werr error
+		for i := 0; i < 200 && werr == nil; i++ {
+			_, werr = io.WriteString(c, "hello\n")
+			time.Sleep(10 * time.Millisecond)
+		}
+		c.Close()
+		if werr == nil {
+			t.Fatalf("round %d: 200 writes on a refused connection succeeded", round)
+		}
+		if !IsCertError(werr) {
+			t.Fatalf("round %d: write failed with %v, want a certificate error", round, werr)
+		}
+		var ce *CertError
+		if !errors.As(werr, &ce) {
+			t.Fatalf("round %d: %v is not a *CertError", round, werr)
+		}
 	}
 }
