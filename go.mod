@@ -1,6 +1,6 @@
 module github.com/raftstream/raftstream
 
-go 1.26
+go 1.26.0
 
 replace github.com/hashicorp/go-metrics => github.com/hashicorp/go-metrics v0.6.1
 
@@ -9,11 +9,13 @@ require (
 	github.com/hashicorp/memberlist v0.7.0
 	github.com/hashicorp/raft v1.8.0
 	github.com/hashicorp/raft-boltdb/v2 v2.3.1
-	github.com/redis/go-redis/v9 v9.17.3
+	github.com/redis/go-redis/v9 v9.23.0
 	github.com/stretchr/testify v1.12.1
 	github.com/tidwall/redcon v1.6.4
 	go.etcd.io/bbolt v1.4.3
 )
+
+require go.uber.org/atomic v1.12.0 // indirect
 
 require (
 	github.com/benbjohnson/immutable v0.4.0 // indirect
@@ -47,5 +49,5 @@ require (
 	github.com/tidwall/match v1.1.1 // indirect
 	go.yaml.in/yaml/v3 v3.0.5
 	golang.org/x/net v0.57.0 // indirect
-	golang.org/x/sys v0.47.0
+	golang.org/x/sys v0.48.0
 )
