@@ -332,7 +332,7 @@ func (s *Server) resolveDollar(c *client, shard, slot int, argv [][]byte, keyIdx
 		}
 	})
 	if err != nil {
-		return nil, s.mapError(err, slot)
+		return nil, s.mapReadError(err, slot)
 	}
 	return out, nil
 }

@@ -51,6 +51,7 @@
 //
 // Redis wording is produced in errors.go; backend errors are mapped in one
 // function (mapError): not leader → MOVED (leader known) or TRYAGAIN,
-// unknown outcome → UNKNOWN (the write may have been applied), busy →
+// unknown outcome → UNKNOWN (the write may have been applied; a read,
+// which has no effect, answers TRYAGAIN instead: mapReadError), busy →
 // TRYAGAIN, lost quorum → CLUSTERDOWN.
 package resp

@@ -25,6 +25,7 @@ var (
 	errUnknownOutcome = errorf("UNKNOWN the write's outcome is unknown: it may have been applied")
 	errTryAgainBusy   = errorf("TRYAGAIN the shard is busy, retry later")
 	errTryAgainLeader = errorf("TRYAGAIN the shard has no leader (election in progress), retry later")
+	errTryAgainRead   = errorf("TRYAGAIN the read could not confirm the shard's leader (leader change or timeout), retry later")
 	errShutdown       = errorf("ERR the shard is shutting down, retry on another node")
 	errClusterDown    = errorf("CLUSTERDOWN The cluster is down")
 	errNotInteger     = engine.ErrNotInteger
@@ -59,6 +60,19 @@ func (s *Server) mapError(err error, slot int) reply {
 		return er
 	}
 	return errorf("ERR %s", err.Error())
+}
+
+// mapReadError is mapError for a read (Backend.Read). A read whose
+// leadership check (the read fence) was cut off by a leader change, or did
+// not finish within the deadline, has the write's "unknown outcome", but a
+// read has no effect: UNKNOWN would tell the client something may have
+// changed, so it gets a retryable TRYAGAIN instead. Other errors map as for
+// writes.
+func (s *Server) mapReadError(err error, slot int) reply {
+	if errors.Is(err, fsm.ErrUnknownOutcome) || errors.Is(err, context.DeadlineExceeded) {
+		return errTryAgainRead
+	}
+	return s.mapError(err, slot)
 }
 
 // leaderRESPAddr finds the RESP address of the leader named in nl.

@@ -152,7 +152,7 @@ func (s *Server) readUnit(c *client, shard, slot int, unit [][][]byte) ([]reply,
 		}
 	})
 	if err != nil {
-		return nil, s.mapError(err, slot)
+		return nil, s.mapReadError(err, slot)
 	}
 	return out, nil
 }

@@ -395,7 +395,7 @@ func (s *Server) readRunBounded(c *client, shard, slot int, unit [][][]byte) (ou
 		}
 	})
 	if err != nil {
-		return nil, 0, s.mapError(err, slot)
+		return nil, 0, s.mapReadError(err, slot)
 	}
 	return out, ran, nil
 }

@@ -602,7 +602,7 @@ func (s *Server) read(c *client, shard, slot int, argv [][]byte) reply {
 	now := time.Now().UnixMilli()
 	err := s.be.Read(ctx, shard, c.readonly, func(e *engine.Engine) { r = e.Exec(now, argv) })
 	if err != nil {
-		return s.mapError(err, slot)
+		return s.mapReadError(err, slot)
 	}
 	return r
 }

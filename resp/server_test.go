@@ -145,21 +145,27 @@ func TestErrorMapping(t *testing.T) {
 	cases := []struct {
 		err  error
 		want string
+		read string // the reply to a read, if not want
 	}{
-		{&fsm.NotLeaderError{LeaderID: strings.Repeat("b", 40), LeaderAddr: "127.0.0.1:17002"}, fmt.Sprintf("-MOVED %d 127.0.0.1:7002\r\n", slot)},
-		{&fsm.NotLeaderError{}, "-TRYAGAIN the shard has no leader (election in progress), retry later\r\n"},
-		{fmt.Errorf("wrapped: %w", fsm.ErrUnknownOutcome), "-UNKNOWN the write's outcome is unknown: it may have been applied\r\n"},
-		{fsm.ErrBusy, "-TRYAGAIN the shard is busy, retry later\r\n"},
-		{fmt.Errorf("x: %w", ErrNoQuorum), "-CLUSTERDOWN The cluster is down\r\n"},
-		{fsm.ErrShutdown, "-ERR the shard is shutting down, retry on another node\r\n"},
+		{&fsm.NotLeaderError{LeaderID: strings.Repeat("b", 40), LeaderAddr: "127.0.0.1:17002"}, fmt.Sprintf("-MOVED %d 127.0.0.1:7002\r\n", slot), ""},
+		{&fsm.NotLeaderError{}, "-TRYAGAIN the shard has no leader (election in progress), retry later\r\n", ""},
+		{fmt.Errorf("wrapped: %w", fsm.ErrUnknownOutcome), "-UNKNOWN the write's outcome is unknown: it may have been applied\r\n", readTryAgain},
+		{context.DeadlineExceeded, "-UNKNOWN the write's outcome is unknown: it may have been applied\r\n", readTryAgain},
+		{fsm.ErrBusy, "-TRYAGAIN the shard is busy, retry later\r\n", ""},
+		{fmt.Errorf("x: %w", ErrNoQuorum), "-CLUSTERDOWN The cluster is down\r\n", ""},
+		{fsm.ErrShutdown, "-ERR the shard is shutting down, retry on another node\r\n", ""},
 	}
 	for _, tc := range cases {
 		be.fail(0, tc.err)
 		if got := do(t, c, "XADD", "k", "*", "f", "v"); got != tc.want {
 			t.Errorf("write failing with %v: %q, want %q", tc.err, got, tc.want)
 		}
-		if got := do(t, c, "XLEN", "k"); got != tc.want {
-			t.Errorf("read failing with %v: %q, want %q", tc.err, got, tc.want)
+		want := tc.want
+		if tc.read != "" {
+			want = tc.read
+		}
+		if got := do(t, c, "XLEN", "k"); got != want {
+			t.Errorf("read failing with %v: %q, want %q", tc.err, got, want)
 		}
 	}
 	be.fail(0, nil)
@@ -168,6 +174,70 @@ func TestErrorMapping(t *testing.T) {
 	}
 	if !errors.Is(fmt.Errorf("x: %w", ErrNoQuorum), ErrNoQuorum) {
 		t.Fatal("ErrNoQuorum must wrap")
+	}
+}
+
+const readTryAgain = "-TRYAGAIN the read could not confirm the shard's leader (leader change or timeout), retry later\r\n"
+
+// TestReadCutOffByLeaderChangeIsTryAgain: a read whose leadership check
+// was cut off (the fence's outcome unknown, or the deadline passed) has no
+// effect, so it answers a retryable TRYAGAIN, never UNKNOWN, on every read
+// path: a single read, a pipeline of reads, an EXEC of reads, and XREAD
+// resolving "$". A write failing the same way still answers UNKNOWN.
+func TestReadCutOffByLeaderChangeIsTryAgain(t *testing.T) {
+	be := newFakeBackend(1)
+	addr := startServer(t, be, DefaultConfig())
+	c := dial(t, addr)
+	if got := do(t, c, "XADD", "k", "1-1", "f", "v"); got != "$3\r\n1-1\r\n" {
+		t.Fatalf("XADD: %q", got)
+	}
+	for _, cut := range []error{
+		fmt.Errorf("%w: %v", fsm.ErrUnknownOutcome, "leadership lost while committing log"),
+		context.DeadlineExceeded,
+	} {
+		be.fail(0, cut)
+		if got := do(t, c, "XLEN", "k"); got != readTryAgain {
+			t.Errorf("%v: XLEN = %q, want %q", cut, got, readTryAgain)
+		}
+		if got := do(t, c, "XRANGE", "k", "-", "+"); got != readTryAgain {
+			t.Errorf("%v: XRANGE = %q, want %q", cut, got, readTryAgain)
+		}
+		// A pipeline of reads.
+		for i := 0; i < 3; i++ {
+			if err := c.Send("XLEN", "k"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := 0; i < 3; i++ {
+			r, err := c.ReadReply()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(r) != readTryAgain {
+				t.Errorf("%v: pipelined XLEN %d = %q, want %q", cut, i, r, readTryAgain)
+			}
+		}
+		// An EXEC of reads.
+		if got := do(t, c, "MULTI"); got != "+OK\r\n" {
+			t.Fatalf("MULTI: %q", got)
+		}
+		do(t, c, "XLEN", "k")
+		do(t, c, "XRANGE", "k", "-", "+")
+		if got := do(t, c, "EXEC"); !strings.Contains(got, "-TRYAGAIN the read could not confirm") || strings.Contains(got, "UNKNOWN") {
+			t.Errorf("%v: EXEC of reads = %q, want the read TRYAGAIN", cut, got)
+		}
+		// XREAD with "$" reads the last ID first.
+		if got := do(t, c, "XREAD", "BLOCK", "10", "STREAMS", "k", "$"); got != readTryAgain {
+			t.Errorf("%v: XREAD $ = %q, want %q", cut, got, readTryAgain)
+		}
+		// A write that fails the same way may have been applied.
+		if got := do(t, c, "XADD", "k", "*", "f", "v"); !strings.HasPrefix(got, "-UNKNOWN") {
+			t.Errorf("%v: XADD = %q, want UNKNOWN", cut, got)
+		}
+	}
+	be.fail(0, nil)
+	if got := do(t, c, "XLEN", "k"); got != ":1\r\n" {
+		t.Fatalf("XLEN after recovery: %q", got)
 	}
 }
 
