@@ -31,9 +31,9 @@ fi
 # The netns driver (root): the same nemeses with the nodes in network
 # namespaces, partitions as nftables rules. Where namespaces are unavailable
 # the driver says so and exits 2: reported as a skip, not a failure.
-echo "== netns driver: every nemesis but membership, 3 nodes in namespaces"
+echo "== netns driver: every nemesis, 3 nodes (and the spare) in namespaces"
 "$bin/jepsen" run -driver netns -bin "$bin/raftstream" -nodes 3 -seed "$seed" -duration 45s \
-	-nemesis stall,delay,reset,blackhole,kill,pause,bus-stall,bus-blackhole,bus-delay,bus-reset,partition-one,partition-leader,partition-halves,partition-ring,partition-bridge,oneway,link-delay,leader-pause,clock-skew \
+	-nemesis all \
 	-fault-every 500ms -fault-for 1500ms -out "$out/netns" 2>"$out/netns.log" >"$out/netns.txt"
 code=$?
 if [[ $code -eq 2 ]] && grep -q 'skipping' "$out/netns.log"; then

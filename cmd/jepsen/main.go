@@ -98,8 +98,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return report.ExitUnknown
 	}
-	// the namespaces are made for the nodes the run will start: a profile's
-	// count unless -nodes is given
+	// the namespaces are made for the nodes the run will start (a profile's
+	// count unless -nodes is given) and one more for the membership fault's
+	// spare node
 	nsNodes := cfg.Nodes
 	if *profile != "" {
 		nsNodes = 3
@@ -112,9 +113,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch *driver {
 	case "local":
 	case "netns":
-		return runNetns(args, nsNodes, stdout, stderr)
+		return runNetns(args, nsNodes+1, stdout, stderr)
 	case netnsInner:
-		cfg.Netns = &netns.Net{Prefix: netnsPrefix, Nodes: nsNodes}
+		cfg.Netns = &netns.Net{Prefix: netnsPrefix, Nodes: nsNodes + 1}
 	default:
 		fmt.Fprintf(stderr, "jepsen: unknown -driver %q\n", *driver)
 		return report.ExitUnknown

@@ -142,8 +142,8 @@ func (c *Config) Validate() error {
 		case f == FaultStall || f == FaultDelay || f == FaultReset || f == FaultBlackhole:
 		case c.Docker != nil && slices.Contains(dockerFaults, f):
 		case f == FaultMembership:
-			if c.Bin == "" || c.Nodes < 2 || c.Netns != nil {
-				return fmt.Errorf("runner: fault %q needs a cluster the local driver starts (Bin, Nodes > 1)", f)
+			if c.Bin == "" || c.Nodes < 2 || (c.Netns != nil && c.Netns.Nodes <= c.Nodes) {
+				return fmt.Errorf("runner: fault %q needs a cluster the runner starts (Bin, Nodes > 1; with netns, a namespace for the spare node)", f)
 			}
 		case slices.Contains(AllFaults, f):
 			if c.Bin == "" {
