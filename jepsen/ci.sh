@@ -32,7 +32,7 @@ fi
 # namespaces, partitions as nftables rules. Where namespaces are unavailable
 # the driver says so and exits 2: reported as a skip, not a failure.
 echo "== netns driver: every nemesis, 3 nodes (and the spare) in namespaces"
-"$bin/jepsen" run -driver netns -bin "$bin/raftstream" -nodes 3 -seed "$seed" -duration 45s \
+"$bin/jepsen" run -driver netns -bin "$bin/raftstream" -nodes 3 -seed "$seed" -duration 60s \
 	-nemesis all \
 	-fault-every 500ms -fault-for 1500ms -out "$out/netns" 2>"$out/netns.log" >"$out/netns.txt"
 code=$?
