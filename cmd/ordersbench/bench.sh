@@ -19,24 +19,8 @@ ob="$out/ordersbench"
 rs="$out/raftstream"
 (cd "$root" && go build -o "$ob" ./cmd/ordersbench && go build -o "$rs" ./cmd/raftstream) || exit 1
 
-freeports() { # n → n free loopback ports
-  python3 -c 'import random, socket, sys
-# Below the kernel ephemeral range (32768+), so that no outgoing
-# connection takes a port between this check and the server binds it.
-out = []
-while len(out) < int(sys.argv[1]):
-    p = random.randrange(10000, 32000)
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", p))
-    except OSError:
-        continue
-    finally:
-        s.close()
-    if p not in out:
-        out.append(p)
-print(" ".join(map(str, out)))' "$1"
-}
+# shellcheck source=ports.sh
+. "$(dirname "$0")/ports.sh"
 
 # wait_until <tries> <command...>: poll every 0.1s
 wait_until() {

@@ -36,24 +36,8 @@ rs="$out/raftstream"
 csv="$out/results.csv"
 [ -s "$csv" ] || echo "section,target,P,xadd_per_s,xadd_p50_ms,xadd_p99_ms,errors,consumed_per_s,extra,load1" >"$csv"
 
-freeports() {
-  python3 -c 'import random, socket, sys
-# Below the kernel ephemeral range (32768+), so that no outgoing
-# connection takes a port between this check and the server binds it.
-out = []
-while len(out) < int(sys.argv[1]):
-    p = random.randrange(10000, 32000)
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", p))
-    except OSError:
-        continue
-    finally:
-        s.close()
-    if p not in out:
-        out.append(p)
-print(" ".join(map(str, out)))' "$1"
-}
+# shellcheck source=ports.sh
+. "$(dirname "$0")/ports.sh"
 wait_until() {
   local n=$1; shift
   for _ in $(seq "$n"); do "$@" && return 0; sleep 0.1; done

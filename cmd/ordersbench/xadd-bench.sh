@@ -9,24 +9,10 @@
 set -u
 rs=${1:?raftstream binary}; n=${2:-200000}; n1=${3:-30000}; rounds=${4:-1}
 d=$(mktemp -d)
-fp() { python3 -c 'import random, socket, sys
-# Below the kernel ephemeral range (32768+), so that no outgoing
-# connection takes a port between this check and the server binds it.
-out = []
-while len(out) < int(sys.argv[1]):
-    p = random.randrange(10000, 32000)
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", p))
-    except OSError:
-        continue
-    finally:
-        s.close()
-    if p not in out:
-        out.append(p)
-print(" ".join(map(str, out)))' "$1"; }
+# shellcheck source=ports.sh
+. "$(dirname "$0")/ports.sh"
 cpu_ticks() { awk '{print $14+$15}' /proc/"$1"/stat; }
-read -r rp sp bp wp wbp < <(fp 5)
+read -r rp sp bp wp wbp < <(freeports 5)
 redis-server --port "$rp" --bind 127.0.0.1 --dir "$d" --save '' --appendonly yes --appendfsync always --daemonize no --logfile "$d/redis.log" &
 rpid=$!
 RAFTSTREAM_RAFT_LOG_STORE=bolt "$rs" -port "$sp" -cluster-port "$bp" -dir "$d/rsb" -log-level warn >"$d/rsb.log" 2>&1 &
