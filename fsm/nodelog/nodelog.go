@@ -1,0 +1,656 @@
+// Package nodelog is a Raft log store shared by every shard replica of a
+// node: one append-only, CRC-framed log in segment files, written by one
+// goroutine that commits whatever all replicas handed it since its last
+// write with a single write and a single fdatasync (group commit).
+//
+// With one bbolt file per replica, each replica's StoreLogs costs two fsyncs
+// of its own, and a node with 16 or 64 replicas issues that many independent
+// fsync streams to one disk. Here a write of 64 replicas' entries costs one.
+//
+// Layout of Options.Dir:
+//
+//	NNNNNNNNNNNNNNNN.seg   segment files, written in order; only the last grows
+//	owners/ID              one file per replica log: the replica directory that owns it
+//
+// and of each replica directory: nodelog.id (the replica's log ID, 16 hex
+// digits) and stable (the replica's term and vote, raft's StableStore).
+//
+// Every record names the replica log it belongs to. A replica's in-memory
+// index maps each entry of its log to the record holding it; records of one
+// replica are replayed in order on Open, so appends, tail truncations (a
+// follower's conflicting suffix) and head truncations (compaction after a
+// snapshot) come back exactly as they were applied. A segment is deleted when
+// no live replica log has an entry in it or in an older segment. A replica
+// log whose directory was deleted (the replica moved away) no longer holds
+// segments: it is orphaned when its directory's nodelog.id is gone.
+//
+// The store is monotonic (raft.MonotonicLogStore): an append must continue
+// the log (or start an empty one anywhere), so raft clears a replica's log
+// after it installs a snapshot instead of leaving a gap.
+package nodelog
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// DefaultSegmentBytes is the size past which the writer starts a new
+// segment file.
+const DefaultSegmentBytes = 64 << 20
+
+// Options configures Open.
+type Options struct {
+	// Dir holds the segment files. Created if missing.
+	Dir string
+	// SegmentBytes is the size past which a new segment is started (a batch
+	// is never split, so a segment can exceed it by one batch). 0 means
+	// DefaultSegmentBytes.
+	SegmentBytes int64
+	// NoSync skips the fdatasync after each write. Benchmarks only: an
+	// acknowledged entry can be lost in a power failure.
+	NoSync bool
+	// Logger receives recovery and fault messages. nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Record framing. Every record is a 24-byte header then the payload:
+//
+//	[0:4]   CRC-32C of bytes [4:24+len)
+//	[4:8]   payload length
+//	[8]     kind
+//	[9:16]  zero
+//	[16:24] replica log ID
+const headerLen = 24
+
+const (
+	kindEntry byte = 1 // payload: an entry (see appendEntry)
+	kindHead  byte = 2 // payload: u64 new first index (entries before it dropped)
+	kindTail  byte = 3 // payload: u64 new last index (entries after it dropped)
+	kindClear byte = 4 // no payload: every entry dropped
+)
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// ErrClosed is returned by operations on a closed Log or Replica.
+var ErrClosed = errors.New("nodelog: closed")
+
+// Log is one node's shared log. Open it once per node, open a Replica on it
+// for each shard replica, close the replicas, then the Log.
+type Log struct {
+	dir      string
+	segBytes int64
+	noSync   bool
+	log      *slog.Logger
+
+	// mu guards segs, logs and every replica log's index. Readers (GetLog,
+	// FirstIndex, LastIndex) hold it shared; the writer holds it exclusively
+	// only to publish a committed batch.
+	mu   sync.RWMutex
+	segs []*segment          // ascending; the last is the one written
+	logs map[uint64]*rlog    // by replica log ID, replayed or opened
+	open map[uint64]*Replica // replica logs currently opened
+
+	// The writer's queue.
+	qmu     sync.Mutex
+	qcond   *sync.Cond
+	queue   []*op
+	closing bool
+	done    chan struct{}
+
+	failed atomic.Pointer[error] // the first write error: every later write fails with it
+	wbuf   []byte                // the writer's batch buffer
+
+	stats struct {
+		batches, ops, syncs, bytes, segmentsDeleted atomic.Uint64
+	}
+}
+
+// segment is one segment file.
+type segment struct {
+	seq  uint64
+	f    *os.File
+	size int64
+}
+
+// loc is where an entry's record lies.
+type loc struct {
+	seq uint64 // segment
+	off int64
+	n   int32 // record length, header included
+}
+
+// rlog is one replica log's in-memory index: entries first..last are at
+// locs[0..], or the log is empty (len(locs) == 0).
+type rlog struct {
+	id    uint64
+	first uint64
+	locs  []loc
+}
+
+func (r *rlog) last() uint64 {
+	if len(r.locs) == 0 {
+		return 0
+	}
+	return r.first + uint64(len(r.locs)) - 1
+}
+
+// op is one request to the writer.
+type op struct {
+	r      *rlog
+	kind   byte
+	arg    uint64      // kindHead: new first; kindTail: new last
+	logs   []*raft.Log // kindEntry
+	buf    []byte      // the encoded records of this op
+	recLen []int32     // kindEntry: each record's length, in order
+	err    error
+	done   chan struct{}
+}
+
+// Open opens the log in opts.Dir, replaying its segments: a torn record at
+// the end of the last segment (a write cut off by a crash: never
+// acknowledged) is cut off; damage anywhere else fails Open.
+func Open(opts Options) (*Log, error) {
+	if opts.SegmentBytes <= 0 {
+		opts.SegmentBytes = DefaultSegmentBytes
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if err := os.MkdirAll(filepath.Join(opts.Dir, "owners"), 0o755); err != nil {
+		return nil, fmt.Errorf("nodelog: %w", err)
+	}
+	l := &Log{
+		dir: opts.Dir, segBytes: opts.SegmentBytes, noSync: opts.NoSync, log: opts.Logger,
+		logs: make(map[uint64]*rlog), open: make(map[uint64]*Replica), done: make(chan struct{}),
+	}
+	l.qcond = sync.NewCond(&l.qmu)
+	if err := l.replay(); err != nil {
+		l.closeFiles()
+		return nil, err
+	}
+	if len(l.segs) == 0 {
+		if err := l.newSegment(1); err != nil {
+			return nil, err
+		}
+	}
+	go l.writer()
+	return l, nil
+}
+
+func segName(seq uint64) string { return fmt.Sprintf("%016x.seg", seq) }
+
+// replay reads every segment in order and rebuilds the replica logs.
+func (l *Log) replay() error {
+	ents, err := os.ReadDir(l.dir)
+	if err != nil {
+		return fmt.Errorf("nodelog: %w", err)
+	}
+	var seqs []uint64
+	for _, e := range ents {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".seg") {
+			continue
+		}
+		seq, err := strconv.ParseUint(strings.TrimSuffix(name, ".seg"), 16, 64)
+		if err != nil || seq == 0 {
+			return fmt.Errorf("nodelog: unexpected file %s in %s", name, l.dir)
+		}
+		seqs = append(seqs, seq)
+	}
+	sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
+	for i, seq := range seqs {
+		last := i == len(seqs)-1
+		flag := os.O_RDONLY
+		if last {
+			flag = os.O_RDWR
+		}
+		path := filepath.Join(l.dir, segName(seq))
+		f, err := os.OpenFile(path, flag, 0)
+		if err != nil {
+			return fmt.Errorf("nodelog: %w", err)
+		}
+		seg := &segment{seq: seq, f: f}
+		l.segs = append(l.segs, seg)
+		good, err := l.replaySegment(seg)
+		if err != nil {
+			return err
+		}
+		st, err := f.Stat()
+		if err != nil {
+			return fmt.Errorf("nodelog: %w", err)
+		}
+		if good < st.Size() {
+			if !last {
+				return fmt.Errorf("nodelog: %s is damaged at offset %d of %d (not the last segment: refusing to drop entries)", path, good, st.Size())
+			}
+			l.log.Warn("log tail cut off: a write the crash interrupted (never acknowledged)", "segment", path, "offset", good, "bytes", st.Size()-good)
+			if err := f.Truncate(good); err != nil {
+				return fmt.Errorf("nodelog: cut torn tail of %s: %w", path, err)
+			}
+			if err := f.Sync(); err != nil {
+				return fmt.Errorf("nodelog: %w", err)
+			}
+		}
+		seg.size = good
+	}
+	return nil
+}
+
+// replaySegment applies seg's records and returns the offset after the last
+// whole, valid one.
+func (l *Log) replaySegment(seg *segment) (int64, error) {
+	data, err := io.ReadAll(seg.f)
+	if err != nil {
+		return 0, fmt.Errorf("nodelog: read %s: %w", segName(seg.seq), err)
+	}
+	var off int64
+	for {
+		rest := data[off:]
+		if len(rest) < headerLen {
+			return off, nil
+		}
+		n := binary.LittleEndian.Uint32(rest[4:8])
+		if uint64(n) > uint64(len(rest)-headerLen) {
+			return off, nil
+		}
+		rec := rest[:headerLen+int(n)]
+		if crc32.Checksum(rec[4:], crcTable) != binary.LittleEndian.Uint32(rec[0:4]) {
+			return off, nil
+		}
+		id := binary.LittleEndian.Uint64(rec[16:24])
+		r := l.logs[id]
+		if r == nil {
+			r = &rlog{id: id}
+			l.logs[id] = r
+		}
+		kind, payload := rec[8], rec[headerLen:]
+		switch kind {
+		case kindEntry:
+			if len(payload) < 8 {
+				return off, nil
+			}
+			idx := binary.LittleEndian.Uint64(payload[0:8])
+			if len(r.locs) > 0 && idx != r.last()+1 {
+				return 0, fmt.Errorf("nodelog: %s offset %d: entry %d of log %016x does not follow %d", segName(seg.seq), off, idx, id, r.last())
+			}
+			r.push(idx, loc{seq: seg.seq, off: off, n: int32(len(rec))})
+		case kindHead, kindTail:
+			if len(payload) < 8 {
+				return off, nil
+			}
+			r.apply(kind, binary.LittleEndian.Uint64(payload[0:8]))
+		case kindClear:
+			r.apply(kind, 0)
+		default:
+			return off, nil
+		}
+		off += int64(len(rec))
+	}
+}
+
+// push appends entry idx at lc.
+func (r *rlog) push(idx uint64, lc loc) {
+	if len(r.locs) == 0 {
+		r.first = idx
+		r.locs = r.locs[:0]
+	}
+	r.locs = append(r.locs, lc)
+}
+
+// apply applies a truncation.
+func (r *rlog) apply(kind byte, arg uint64) {
+	if len(r.locs) == 0 {
+		return
+	}
+	switch kind {
+	case kindHead:
+		if arg <= r.first {
+			return
+		}
+		if arg > r.last() {
+			r.locs = nil
+			return
+		}
+		drop := arg - r.first
+		// Keep the backing array small: copy once half of it is dropped.
+		if rest := r.locs[drop:]; int(drop) > len(rest) {
+			r.locs = append(make([]loc, 0, len(rest)+len(rest)/2+16), rest...)
+		} else {
+			r.locs = rest
+		}
+		r.first = arg
+	case kindTail:
+		if arg < r.first {
+			r.locs = r.locs[:0]
+			return
+		}
+		if arg < r.last() {
+			r.locs = r.locs[:arg-r.first+1]
+		}
+	case kindClear:
+		r.locs = r.locs[:0]
+	}
+}
+
+// newSegment creates segment seq and makes it the one written.
+func (l *Log) newSegment(seq uint64) error {
+	path := filepath.Join(l.dir, segName(seq))
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("nodelog: %w", err)
+	}
+	if err := syncDir(l.dir); err != nil {
+		f.Close()
+		return err
+	}
+	l.mu.Lock()
+	l.segs = append(l.segs, &segment{seq: seq, f: f})
+	l.mu.Unlock()
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("nodelog: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("nodelog: sync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Err is the write error that stopped the log, nil while healthy.
+func (l *Log) Err() error {
+	if p := l.failed.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// submit hands o to the writer and waits for its write to be durable.
+func (l *Log) submit(o *op) error {
+	o.done = make(chan struct{})
+	l.qmu.Lock()
+	if l.closing {
+		l.qmu.Unlock()
+		return ErrClosed
+	}
+	l.queue = append(l.queue, o)
+	l.qmu.Unlock()
+	l.qcond.Signal()
+	<-o.done
+	return o.err
+}
+
+// writer commits the queued ops, batch after batch: everything queued while
+// a write and its fdatasync were under way goes into the next one.
+func (l *Log) writer() {
+	defer close(l.done)
+	var batch []*op
+	for {
+		l.qmu.Lock()
+		for len(l.queue) == 0 && !l.closing {
+			l.qcond.Wait()
+		}
+		if len(l.queue) == 0 {
+			l.qmu.Unlock()
+			return
+		}
+		batch, l.queue = l.queue, batch[:0]
+		l.qmu.Unlock()
+		err := l.commit(batch)
+		for i, o := range batch {
+			o.err = err
+			close(o.done)
+			batch[i] = nil
+		}
+	}
+}
+
+// commit writes batch as one write and one fdatasync, then publishes it.
+func (l *Log) commit(batch []*op) error {
+	if err := l.Err(); err != nil {
+		return err
+	}
+	size := 0
+	for _, o := range batch {
+		size += len(o.buf)
+	}
+	seg := l.segs[len(l.segs)-1] // only this goroutine appends to segs after Open
+	gc := false
+	if seg.size > 0 && seg.size+int64(size) > l.segBytes {
+		if err := l.newSegment(seg.seq + 1); err != nil {
+			return l.fail(err)
+		}
+		seg = l.segs[len(l.segs)-1]
+		gc = true
+	}
+	buf := l.wbuf[:0]
+	for _, o := range batch {
+		buf = append(buf, o.buf...)
+	}
+	if cap(buf) <= 4<<20 {
+		l.wbuf = buf
+	} else {
+		l.wbuf = nil
+	}
+	if _, err := seg.f.WriteAt(buf, seg.size); err != nil {
+		return l.fail(fmt.Errorf("nodelog: write %s: %w", segName(seg.seq), err))
+	}
+	if !l.noSync {
+		if err := fdatasync(seg.f); err != nil {
+			return l.fail(&os.PathError{Op: "fdatasync", Path: seg.f.Name(), Err: err})
+		}
+		l.stats.syncs.Add(1)
+	}
+	l.stats.batches.Add(1)
+	l.stats.ops.Add(uint64(len(batch)))
+	l.stats.bytes.Add(uint64(len(buf)))
+
+	// Publish: the records are durable, readers may see them.
+	off := seg.size
+	l.mu.Lock()
+	for _, o := range batch {
+		switch o.kind {
+		case kindEntry:
+			p := off
+			for i, lg := range o.logs {
+				o.r.push(lg.Index, loc{seq: seg.seq, off: p, n: o.recLen[i]})
+				p += int64(o.recLen[i])
+			}
+		default:
+			o.r.apply(o.kind, o.arg)
+			gc = true
+		}
+		off += int64(len(o.buf))
+	}
+	seg.size = off
+	if gc && len(l.segs) > 1 {
+		l.collectLocked()
+	}
+	l.mu.Unlock()
+	return nil
+}
+
+// fail records err as the log's permanent fault.
+func (l *Log) fail(err error) error {
+	if l.failed.CompareAndSwap(nil, &err) {
+		l.log.Error("node log write failed: every later write fails (restart the node once the disk is fixed)", "err", err)
+	}
+	return *l.failed.Load()
+}
+
+// collectLocked deletes the segments no live replica log needs: those older
+// than the oldest segment holding a live log's first entry. Replica logs
+// not open whose directory no longer claims them are orphans and forgotten.
+// Caller holds mu.
+func (l *Log) collectLocked() {
+	keep := l.segs[len(l.segs)-1].seq
+	for id, r := range l.logs {
+		if len(r.locs) == 0 {
+			continue
+		}
+		if r.locs[0].seq >= keep {
+			continue
+		}
+		if _, ok := l.open[id]; !ok && !l.claimed(id) {
+			l.log.Info("forgetting the log of a replica whose directory is gone", "log", fmt.Sprintf("%016x", id), "entries", len(r.locs))
+			delete(l.logs, id)
+			os.Remove(filepath.Join(l.dir, "owners", idName(id)))
+			continue
+		}
+		keep = r.locs[0].seq
+	}
+	n := 0
+	for n < len(l.segs)-1 && l.segs[n].seq < keep {
+		seg := l.segs[n]
+		seg.f.Close()
+		if err := os.Remove(seg.f.Name()); err != nil {
+			l.log.Warn("cannot delete an unused log segment", "err", err)
+		}
+		l.stats.segmentsDeleted.Add(1)
+		n++
+	}
+	if n > 0 {
+		l.segs = append(l.segs[:0:0], l.segs[n:]...)
+	}
+}
+
+// Stats are counters of the writer since Open.
+type Stats struct {
+	Batches         uint64 // writes (each one write + one fdatasync)
+	Ops             uint64 // replica requests committed (appends and truncations)
+	Syncs           uint64 // fdatasyncs
+	Bytes           uint64 // bytes written
+	Segments        int    // segment files now
+	SegmentsDeleted uint64
+	Logs            int // replica logs known (open or not)
+}
+
+// Stats returns the writer's counters.
+func (l *Log) Stats() Stats {
+	l.mu.RLock()
+	segs, logs := len(l.segs), len(l.logs)
+	l.mu.RUnlock()
+	return Stats{
+		Batches: l.stats.batches.Load(), Ops: l.stats.ops.Load(), Syncs: l.stats.syncs.Load(),
+		Bytes: l.stats.bytes.Load(), Segments: segs, SegmentsDeleted: l.stats.segmentsDeleted.Load(), Logs: logs,
+	}
+}
+
+// Close stops the writer once the queued writes are done and closes the
+// segment files. Close the replicas first.
+func (l *Log) Close() error {
+	l.qmu.Lock()
+	already := l.closing
+	l.closing = true
+	l.qmu.Unlock()
+	if already {
+		return nil
+	}
+	l.qcond.Broadcast()
+	<-l.done
+	return l.closeFiles()
+}
+
+func (l *Log) closeFiles() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var errs []error
+	for _, s := range l.segs {
+		errs = append(errs, s.f.Close())
+	}
+	l.segs = nil
+	return errors.Join(errs...)
+}
+
+// encodeEntry appends lg's record for log id to b.
+func encodeEntry(b []byte, id uint64, lg *raft.Log) []byte {
+	start := len(b)
+	b = append(b, make([]byte, headerLen)...)
+	b = binary.LittleEndian.AppendUint64(b, lg.Index)
+	b = binary.LittleEndian.AppendUint64(b, lg.Term)
+	b = append(b, byte(lg.Type))
+	var at int64
+	if !lg.AppendedAt.IsZero() {
+		at = lg.AppendedAt.UnixNano()
+	}
+	b = binary.LittleEndian.AppendUint64(b, uint64(at))
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(lg.Data)))
+	b = append(b, lg.Data...)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(lg.Extensions)))
+	b = append(b, lg.Extensions...)
+	return frame(b, start, kindEntry, id)
+}
+
+// encodeTrunc appends a truncation record to b.
+func encodeTrunc(b []byte, id uint64, kind byte, arg uint64) []byte {
+	start := len(b)
+	b = append(b, make([]byte, headerLen)...)
+	if kind != kindClear {
+		b = binary.LittleEndian.AppendUint64(b, arg)
+	}
+	return frame(b, start, kind, id)
+}
+
+// frame fills in the header of the record that starts at b[start:].
+func frame(b []byte, start int, kind byte, id uint64) []byte {
+	rec := b[start:]
+	binary.LittleEndian.PutUint32(rec[4:8], uint32(len(rec)-headerLen))
+	rec[8] = kind
+	binary.LittleEndian.PutUint64(rec[16:24], id)
+	binary.LittleEndian.PutUint32(rec[0:4], crc32.Checksum(rec[4:], crcTable))
+	return b
+}
+
+// decodeEntry decodes an entry record into out. Data and Extensions alias rec.
+func decodeEntry(rec []byte, out *raft.Log) error {
+	if len(rec) < headerLen+33 || crc32.Checksum(rec[4:], crcTable) != binary.LittleEndian.Uint32(rec[0:4]) || rec[8] != kindEntry {
+		return errors.New("nodelog: damaged entry record")
+	}
+	p := rec[headerLen:]
+	out.Index = binary.LittleEndian.Uint64(p[0:8])
+	out.Term = binary.LittleEndian.Uint64(p[8:16])
+	out.Type = raft.LogType(p[16])
+	if at := int64(binary.LittleEndian.Uint64(p[17:25])); at != 0 {
+		out.AppendedAt = time.Unix(0, at)
+	} else {
+		out.AppendedAt = time.Time{}
+	}
+	n := int(binary.LittleEndian.Uint32(p[25:29]))
+	p = p[29:]
+	if len(p) < n+4 {
+		return errors.New("nodelog: damaged entry record")
+	}
+	out.Data = nil
+	if n > 0 {
+		out.Data = p[:n:n]
+	}
+	p = p[n:]
+	m := int(binary.LittleEndian.Uint32(p[0:4]))
+	p = p[4:]
+	if len(p) != m {
+		return errors.New("nodelog: damaged entry record")
+	}
+	out.Extensions = nil
+	if m > 0 {
+		out.Extensions = p[:m:m]
+	}
+	return nil
+}

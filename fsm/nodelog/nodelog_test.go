@@ -1,0 +1,499 @@
+package nodelog
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+func openLog(t *testing.T, dir string, segBytes int64) *Log {
+	t.Helper()
+	l, err := Open(Options{Dir: dir, SegmentBytes: segBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func openRep(t *testing.T, l *Log, dir string) *Replica {
+	t.Helper()
+	r, err := l.OpenReplica(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func entry(idx, term uint64, data string) *raft.Log {
+	return &raft.Log{Index: idx, Term: term, Type: raft.LogCommand, Data: []byte(data),
+		AppendedAt: time.Unix(1700000000, int64(idx))}
+}
+
+func entries(from, to, term uint64, tag string) []*raft.Log {
+	var out []*raft.Log
+	for i := from; i <= to; i++ {
+		out = append(out, entry(i, term, fmt.Sprintf("%s-%d", tag, i)))
+	}
+	return out
+}
+
+// model is what a replica log must hold.
+type model struct {
+	first uint64
+	ents  []*raft.Log
+}
+
+func (m *model) last() uint64 {
+	if len(m.ents) == 0 {
+		return 0
+	}
+	return m.first + uint64(len(m.ents)) - 1
+}
+
+func (m *model) store(logs []*raft.Log) {
+	if len(m.ents) == 0 {
+		m.first = logs[0].Index
+	}
+	m.ents = append(m.ents, logs...)
+}
+
+func (m *model) deleteRange(lo, hi uint64) {
+	if len(m.ents) == 0 || hi < m.first || lo > m.last() {
+		return
+	}
+	var keep []*raft.Log
+	for _, e := range m.ents {
+		if e.Index < lo || e.Index > hi {
+			keep = append(keep, e)
+		}
+	}
+	m.ents = keep
+	if len(keep) > 0 {
+		m.first = keep[0].Index
+	}
+}
+
+// check compares r with m entry by entry.
+func check(t *testing.T, name string, r *Replica, m *model) {
+	t.Helper()
+	first, _ := r.FirstIndex()
+	last, _ := r.LastIndex()
+	wantFirst := m.first
+	if len(m.ents) == 0 {
+		wantFirst = 0
+	}
+	if first != wantFirst || last != m.last() {
+		t.Fatalf("%s: log is %d..%d, want %d..%d", name, first, last, wantFirst, m.last())
+	}
+	for _, e := range m.ents {
+		var got raft.Log
+		if err := r.GetLog(e.Index, &got); err != nil {
+			t.Fatalf("%s: GetLog(%d): %v", name, e.Index, err)
+		}
+		if got.Index != e.Index || got.Term != e.Term || got.Type != e.Type || !bytes.Equal(got.Data, e.Data) ||
+			!got.AppendedAt.Equal(e.AppendedAt) || !bytes.Equal(got.Extensions, e.Extensions) {
+			t.Fatalf("%s: entry %d = %+v, want %+v", name, e.Index, got, *e)
+		}
+	}
+	var got raft.Log
+	if err := r.GetLog(m.last()+1, &got); !errors.Is(err, raft.ErrLogNotFound) {
+		t.Fatalf("%s: GetLog past the end: %v, want ErrLogNotFound", name, err)
+	}
+	if len(m.ents) > 0 && m.first > 1 {
+		if err := r.GetLog(m.first-1, &got); !errors.Is(err, raft.ErrLogNotFound) {
+			t.Fatalf("%s: GetLog before the start: %v, want ErrLogNotFound", name, err)
+		}
+	}
+}
+
+func TestStoreGetDeleteAndReopen(t *testing.T) {
+	dir := t.TempDir()
+	l := openLog(t, filepath.Join(dir, "log"), 0)
+	a := openRep(t, l, filepath.Join(dir, "a"))
+	b := openRep(t, l, filepath.Join(dir, "b"))
+	ma, mb := &model{}, &model{}
+	do := func(r *Replica, m *model, logs []*raft.Log) {
+		t.Helper()
+		if err := r.StoreLogs(logs); err != nil {
+			t.Fatal(err)
+		}
+		m.store(logs)
+	}
+	del := func(r *Replica, m *model, lo, hi uint64) {
+		t.Helper()
+		if err := r.DeleteRange(lo, hi); err != nil {
+			t.Fatal(err)
+		}
+		m.deleteRange(lo, hi)
+	}
+	do(a, ma, entries(1, 10, 1, "a"))
+	do(b, mb, entries(5, 7, 2, "b"))
+	ext := entry(11, 1, "ext")
+	ext.Extensions = []byte("x")
+	ext.AppendedAt = time.Time{}
+	do(a, ma, []*raft.Log{ext})
+	del(a, ma, 9, 11) // a follower's conflicting suffix
+	do(a, ma, entries(9, 12, 3, "a2"))
+	del(a, ma, 1, 4) // compaction
+	del(b, mb, 5, 7) // cleared after a snapshot install
+	do(b, mb, entries(100, 101, 4, "b2"))
+	check(t, "a", a, ma)
+	check(t, "b", b, mb)
+
+	if err := a.StoreLogs(entries(20, 20, 3, "gap")); err == nil {
+		t.Fatal("an entry leaving a gap was stored")
+	}
+	if err := a.DeleteRange(6, 7); err == nil {
+		t.Fatal("a range inside the log was deleted")
+	}
+	if !a.IsMonotonic() {
+		t.Fatal("not monotonic")
+	}
+
+	for _, r := range []*Replica{a, b} {
+		r.Close()
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = openLog(t, filepath.Join(dir, "log"), 0)
+	defer l.Close()
+	a = openRep(t, l, filepath.Join(dir, "a"))
+	b = openRep(t, l, filepath.Join(dir, "b"))
+	check(t, "a reopened", a, ma)
+	check(t, "b reopened", b, mb)
+	if _, err := l.OpenReplica(filepath.Join(dir, "a")); err == nil {
+		t.Fatal("a replica was opened twice")
+	}
+}
+
+// TestModelRandomOps runs random appends, tail and head truncations and
+// clears on several replica logs with tiny segments, reopening the node log
+// now and then, and compares every replica with a model after each step.
+func TestModelRandomOps(t *testing.T) {
+	seed := time.Now().UnixNano()
+	if s := os.Getenv("NODELOG_SEED"); s != "" {
+		fmt.Sscan(s, &seed)
+	}
+	t.Logf("NODELOG_SEED=%d", seed)
+	rng := rand.New(rand.NewSource(seed))
+	dir := t.TempDir()
+	logDir := filepath.Join(dir, "log")
+	l := openLog(t, logDir, 4096)
+	const n = 5
+	reps := make([]*Replica, n)
+	models := make([]*model, n)
+	for i := range reps {
+		reps[i] = openRep(t, l, filepath.Join(dir, fmt.Sprint(i)))
+		models[i] = &model{}
+	}
+	term := uint64(1)
+	maxSegs := 0
+	for step := 0; step < 1500; step++ {
+		i := rng.Intn(n)
+		r, m := reps[i], models[i]
+		switch k := rng.Intn(20); {
+		case k < 12:
+			from := m.last() + 1
+			if len(m.ents) == 0 {
+				from = uint64(rng.Intn(50) + 1)
+			}
+			cnt := uint64(rng.Intn(8) + 1)
+			logs := entries(from, from+cnt-1, term, fmt.Sprintf("s%d", step))
+			for _, lg := range logs {
+				lg.Data = append(lg.Data, bytes.Repeat([]byte{byte(step)}, rng.Intn(300))...)
+			}
+			if err := r.StoreLogs(logs); err != nil {
+				t.Fatalf("step %d: %v", step, err)
+			}
+			m.store(logs)
+		case k < 15 && len(m.ents) > 0: // tail
+			lo := m.first + uint64(rng.Intn(len(m.ents)))
+			term++
+			if err := r.DeleteRange(lo, m.last()); err != nil {
+				t.Fatal(err)
+			}
+			m.deleteRange(lo, m.last())
+		case k < 19 && len(m.ents) > 0: // head
+			hi := m.first + uint64(rng.Intn(len(m.ents)))
+			if err := r.DeleteRange(m.first, hi); err != nil {
+				t.Fatal(err)
+			}
+			m.deleteRange(m.first, hi)
+		case len(m.ents) > 0: // clear
+			if err := r.DeleteRange(m.first, m.last()); err != nil {
+				t.Fatal(err)
+			}
+			m.deleteRange(m.first, m.last())
+		}
+		check(t, fmt.Sprintf("step %d replica %d", step, i), r, m)
+		if s := l.Stats().Segments; s > maxSegs {
+			maxSegs = s
+		}
+		if rng.Intn(100) == 0 {
+			for _, r := range reps {
+				r.Close()
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			l = openLog(t, logDir, 4096)
+			for j := range reps {
+				reps[j] = openRep(t, l, filepath.Join(dir, fmt.Sprint(j)))
+				check(t, fmt.Sprintf("step %d reopened %d", step, j), reps[j], models[j])
+			}
+		}
+	}
+	// Give every log a fresh entry, each filling a segment, and compact the
+	// logs down to it: only the segments holding those entries may remain.
+	for i, r := range reps {
+		m := models[i]
+		from := m.last() + 1
+		if len(m.ents) == 0 {
+			from = 1
+		}
+		logs := entries(from, from, term, "pad")
+		logs[0].Data = bytes.Repeat([]byte{1}, 4096)
+		if err := r.StoreLogs(logs); err != nil {
+			t.Fatal(err)
+		}
+		m.store(logs)
+		if err := r.DeleteRange(m.first, m.last()-1); err != nil {
+			t.Fatal(err)
+		}
+		m.deleteRange(m.first, m.last()-1)
+	}
+	for i := range reps {
+		check(t, fmt.Sprintf("compacted %d", i), reps[i], models[i])
+	}
+	st := l.Stats()
+	t.Logf("stats %+v, at most %d segments", st, maxSegs)
+	// Each pad fills a segment and its compaction record starts the next.
+	if st.Segments > 2*n || st.SegmentsDeleted == 0 {
+		t.Fatalf("%d segments remain for %d one-entry logs: %s", st.Segments, n, l.debugDump())
+	}
+	for _, r := range reps {
+		r.Close()
+	}
+	l.Close()
+}
+
+// TestTornTailIsCutAndDamageElsewhereRefused: garbage or a cut-off record
+// at the end of the last segment is dropped on Open (every acknowledged
+// entry stays); damage in an older segment makes Open fail.
+func TestTornTailIsCutAndDamageElsewhereRefused(t *testing.T) {
+	dir := t.TempDir()
+	logDir := filepath.Join(dir, "log")
+	l := openLog(t, logDir, 2048)
+	r := openRep(t, l, filepath.Join(dir, "r"))
+	m := &model{}
+	for i := uint64(0); i < 40; i++ {
+		logs := entries(i*5+1, i*5+5, 1, "x")
+		if err := r.StoreLogs(logs); err != nil {
+			t.Fatal(err)
+		}
+		m.store(logs)
+	}
+	r.Close()
+	l.Close()
+	segs, _ := filepath.Glob(filepath.Join(logDir, "*.seg"))
+	if len(segs) < 3 {
+		t.Fatalf("want several segments, have %d", len(segs))
+	}
+	lastSeg := segs[len(segs)-1]
+	st, _ := os.Stat(lastSeg)
+	for _, tail := range [][]byte{
+		bytes.Repeat([]byte{0}, 100),                   // preallocated zeros
+		[]byte("garbage that is no record"),            // junk
+		encodeEntry(nil, 1, entry(999, 1, "cut"))[:30], // a record cut off mid-write
+	} {
+		f, _ := os.OpenFile(lastSeg, os.O_WRONLY|os.O_APPEND, 0)
+		f.Write(tail)
+		f.Close()
+		l = openLog(t, logDir, 2048)
+		r = openRep(t, l, filepath.Join(dir, "r"))
+		check(t, "after a torn tail", r, m)
+		r.Close()
+		l.Close()
+		if st2, _ := os.Stat(lastSeg); st2.Size() != st.Size() {
+			t.Fatalf("torn tail not cut: %d bytes, want %d", st2.Size(), st.Size())
+		}
+	}
+	// A flipped byte inside an older segment.
+	b, _ := os.ReadFile(segs[0])
+	b[headerLen+40] ^= 0xff
+	os.WriteFile(segs[0], b, 0o644)
+	if l, err := Open(Options{Dir: logDir, SegmentBytes: 2048}); err == nil {
+		l.Close()
+		t.Fatal("Open accepted a damaged older segment")
+	}
+}
+
+// TestGroupCommit: replicas writing at once share writes and fdatasyncs.
+func TestGroupCommit(t *testing.T) {
+	dir := t.TempDir()
+	l := openLog(t, filepath.Join(dir, "log"), 0)
+	defer l.Close()
+	const writers, each = 16, 50
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := 0; w < writers; w++ {
+		r := openRep(t, l, filepath.Join(dir, fmt.Sprint(w)))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := uint64(1); i <= each; i++ {
+				if err := r.StoreLogs(entries(i, i, 1, "g")); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	st := l.Stats()
+	t.Logf("%d appends in %d writes (%d fdatasyncs)", st.Ops, st.Batches, st.Syncs)
+	if st.Ops != writers*each || st.Syncs != st.Batches {
+		t.Fatalf("stats %+v", st)
+	}
+	if st.Batches*2 > st.Ops {
+		t.Fatalf("%d appends took %d writes: concurrent appends were not committed together", st.Ops, st.Batches)
+	}
+}
+
+// TestOrphanedLogReleasesSegments: once a replica's directory is deleted,
+// its entries stop holding segments; a closed replica whose directory is
+// still there keeps its entries.
+func TestOrphanedLogReleasesSegments(t *testing.T) {
+	dir := t.TempDir()
+	logDir := filepath.Join(dir, "log")
+	l := openLog(t, logDir, 2048)
+	gone := openRep(t, l, filepath.Join(dir, "gone"))
+	kept := openRep(t, l, filepath.Join(dir, "kept"))
+	live := openRep(t, l, filepath.Join(dir, "live"))
+	mk := &model{}
+	for i := uint64(1); i <= 20; i++ {
+		if err := gone.StoreLogs(entries(i, i, 1, "gone")); err != nil {
+			t.Fatal(err)
+		}
+		logs := entries(i, i, 1, "kept")
+		if err := kept.StoreLogs(logs); err != nil {
+			t.Fatal(err)
+		}
+		mk.store(logs)
+	}
+	gone.Close()
+	kept.Close()
+	if err := os.RemoveAll(filepath.Join(dir, "gone")); err != nil {
+		t.Fatal(err)
+	}
+	// live writes and compacts; the oldest segments are held by kept only.
+	for i := uint64(1); i <= 200; i++ {
+		if err := live.StoreLogs(entries(i, i, 1, "live-padding-padding-padding")); err != nil {
+			t.Fatal(err)
+		}
+		if i%10 == 0 {
+			if err := live.DeleteRange(1, i-5); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	st := l.Stats()
+	if st.SegmentsDeleted != 0 {
+		t.Fatalf("segments holding a closed replica's entries were deleted: %+v", st)
+	}
+	if st.Logs != 2 {
+		t.Fatalf("the deleted replica's log is still known: %+v", st)
+	}
+	kept = openRep(t, l, filepath.Join(dir, "kept"))
+	check(t, "kept", kept, mk)
+	if err := kept.DeleteRange(1, 20); err != nil {
+		t.Fatal(err)
+	}
+	if err := live.StoreLogs(entries(201, 201, 1, "x")); err != nil {
+		t.Fatal(err)
+	}
+	for i := uint64(202); i < 260 && l.Stats().SegmentsDeleted == 0; i++ {
+		if err := live.StoreLogs(entries(i, i, 1, "live-padding-padding-padding")); err != nil {
+			t.Fatal(err)
+		}
+		if err := live.DeleteRange(1, i-5); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := l.Stats(); st.SegmentsDeleted == 0 {
+		t.Fatalf("no segment deleted once nothing needed them: %+v", st)
+	}
+	if _, err := os.Stat(filepath.Join(logDir, "owners", idName(gone.ID()))); !os.IsNotExist(err) {
+		t.Fatalf("owner file of the deleted replica remains: %v", err)
+	}
+	kept.Close()
+	live.Close()
+	l.Close()
+}
+
+func TestStableStore(t *testing.T) {
+	dir := t.TempDir()
+	l := openLog(t, filepath.Join(dir, "log"), 0)
+	r := openRep(t, l, filepath.Join(dir, "r"))
+	if _, err := r.GetUint64([]byte("CurrentTerm")); err == nil || err.Error() != "not found" {
+		t.Fatalf("missing key: %v, want raft's \"not found\"", err)
+	}
+	if _, err := r.Get([]byte("LastVoteCand")); err == nil || err.Error() != "not found" {
+		t.Fatalf("missing key: %v", err)
+	}
+	if err := r.SetUint64([]byte("CurrentTerm"), 7); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Set([]byte("LastVoteCand"), []byte("node-2")); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.SetUint64([]byte("CurrentTerm"), 8); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	l.Close()
+	l = openLog(t, filepath.Join(dir, "log"), 0)
+	defer l.Close()
+	r = openRep(t, l, filepath.Join(dir, "r"))
+	defer r.Close()
+	if v, err := r.GetUint64([]byte("CurrentTerm")); err != nil || v != 8 {
+		t.Fatalf("CurrentTerm = %d, %v", v, err)
+	}
+	if v, err := r.Get([]byte("LastVoteCand")); err != nil || string(v) != "node-2" {
+		t.Fatalf("LastVoteCand = %q, %v", v, err)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "r", stableFile))
+	b[6] ^= 1
+	os.WriteFile(filepath.Join(dir, "r", stableFile), b, 0o644)
+	if _, err := readStable(filepath.Join(dir, "r")); err == nil {
+		t.Fatal("a damaged stable file was read")
+	}
+}
+
+func (l *Log) debugDump() string {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	s := ""
+	for _, sg := range l.segs {
+		s += fmt.Sprintf("seg %d size %d; ", sg.seq, sg.size)
+	}
+	for id, r := range l.logs {
+		if len(r.locs) > 0 {
+			s += fmt.Sprintf("log %x first %d seq %d n %d; ", id, r.first, r.locs[0].seq, len(r.locs))
+		}
+	}
+	return s
+}
