@@ -91,15 +91,19 @@ type Config struct {
 	// across its shards with TakeSnapshot rather than one timer per group.
 	SnapshotThreshold uint64
 	SnapshotInterval  time.Duration
-	// LogCacheEntries is how many recent log entries raft keeps in memory
-	// (for the apply and for replicating to followers that are close
-	// behind). Entries are batches of up to MaxBatchBytes each, so this
-	// bounds memory: 256 entries of 1 MiB is 256 MiB per shard. 64 saved
-	// 30 MB of heap on a single node with 1M entries but cost a 3-node,
-	// 16-shard cluster half its XADD throughput in two runs (followers and
-	// their apply fall further behind than 64 entries under load and read
-	// from the log store), so the default stays 256.
+	// LogCacheEntries and LogCacheBytes bound the recent log entries a
+	// shard keeps in memory (fsm/logcache.go) for the apply on followers
+	// and for replicating to followers that are close behind; older ones
+	// are read from the log store. Entries are batches of up to
+	// MaxBatchBytes, so a count alone does not bound memory (256 entries
+	// of 1 MiB would be 256 MiB per shard): the cache drops its oldest
+	// entries past either bound, keeping at least the newest. A count of
+	// 64 without a byte bound cost a 3-node, 16-shard cluster half its
+	// XADD throughput (followers fell further behind than 64 small
+	// entries and read from the store); under that load entries are small,
+	// so the byte bound keeps all 256.
 	LogCacheEntries int
+	LogCacheBytes   int
 	// SnapshotRetain is how many snapshots the file store keeps.
 	SnapshotRetain int
 	// NoSync skips fsync in the log store. Benchmarks only: the same file
@@ -133,6 +137,7 @@ func DefaultConfig() Config {
 		SnapshotInterval:   24 * time.Hour,
 		SnapshotRetain:     2,
 		LogCacheEntries:    256,
+		LogCacheBytes:      4 << 20,
 		LogStore:           os.Getenv(LogStoreEnv),
 	}
 }
@@ -164,6 +169,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("fsm: ApplyTimeout %v <= 0", c.ApplyTimeout)
 	case c.LogCacheEntries < 1:
 		return fmt.Errorf("fsm: LogCacheEntries %d < 1", c.LogCacheEntries)
+	case c.LogCacheBytes < 1:
+		return fmt.Errorf("fsm: LogCacheBytes %d < 1", c.LogCacheBytes)
 	case c.SnapshotRetain < 1:
 		return fmt.Errorf("fsm: SnapshotRetain %d < 1", c.SnapshotRetain)
 	case c.Engine.NodeMaxBytes < 0:

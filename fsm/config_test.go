@@ -28,6 +28,7 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 		"ApplyTimeout":     func(c *Config) { c.ApplyTimeout = 0 },
 		"MaxLinger":        func(c *Config) { c.MaxLinger = -1 },
 		"LogCacheEntries":  func(c *Config) { c.LogCacheEntries = 0 },
+		"LogCacheBytes":    func(c *Config) { c.LogCacheBytes = 0 },
 		"ElectionTimeout":  func(c *Config) { c.ElectionTimeout = c.HeartbeatTimeout / 2 },
 	} {
 		c := good

@@ -73,12 +73,8 @@ func Open(cfg Config) (*Shard, error) {
 		store.Close()
 		return nil, fmt.Errorf("fsm: shard %d: open snapshot store: %w", cfg.ShardID, err)
 	}
-	cache, err := raft.NewLogCache(cfg.LogCacheEntries, store)
-	if err != nil {
-		store.Close()
-		return nil, err
-	}
-	logs := &storeSignal{LogCache: cache, beginCh: make(chan struct{}, 1), endCh: make(chan struct{}, 1)}
+	cache := newLogCache(store, cfg.LogCacheEntries, cfg.LogCacheBytes)
+	logs := &storeSignal{logCache: cache, beginCh: make(chan struct{}, 1), endCh: make(chan struct{}, 1)}
 	m := newMachine(cfg.ShardID, cfg.Engine, cfg.Notify, log)
 	r, err := raft.NewRaft(cfg.raftConfig(log), m, logs, store, snaps, cfg.Transport)
 	if err != nil {
@@ -208,7 +204,7 @@ func (s *Shard) WaitForLeader(ctx context.Context) (id, addr string, err error) 
 // both, so that the batcher can form the next entry when the leader loop is
 // about to take it rather than one disk write earlier (Shard.linger).
 type storeSignal struct {
-	*raft.LogCache
+	*logCache
 	begun, ended   atomic.Uint64
 	beginCh, endCh chan struct{} // capacity 1: "a count moved"
 }
@@ -221,7 +217,7 @@ func (l *storeSignal) StoreLogs(logs []*raft.Log) error {
 	if storeHook != nil {
 		storeHook(logs)
 	}
-	err := l.LogCache.StoreLogs(logs)
+	err := l.logCache.StoreLogs(logs)
 	l.ended.Add(1)
 	poke(l.endCh)
 	return err
