@@ -17,6 +17,7 @@ import (
 
 	"github.com/raftstream/raftstream/engine"
 	"github.com/raftstream/raftstream/fsm"
+	"github.com/raftstream/raftstream/fsm/nodelog"
 	"github.com/raftstream/raftstream/resp"
 	"github.com/raftstream/raftstream/slots"
 )
@@ -54,6 +55,11 @@ type Node struct {
 	ctrlMu sync.Mutex
 	disc   *discovery
 	gossip atomic.Pointer[gossip] // nil without Config.GossipAddr
+
+	// nl is the node's shared Raft log (fsm/nodelog), opened with the
+	// first shard replica that uses it and closed after every shard.
+	nlMu sync.Mutex
+	nl   *nodelog.Log
 
 	startMu    sync.Mutex
 	started    bool
@@ -368,12 +374,43 @@ func (n *Node) openShard(i int) (*localShard, error) {
 		tr.Close()
 		return nil, err
 	}
+	nl, err := n.nodeLog()
+	if err != nil {
+		tr.Close()
+		return nil, err
+	}
+	fc.NodeLog = nl
 	s, err := fsm.Open(fc)
 	if err != nil {
 		tr.Close()
 		return nil, err
 	}
 	return &localShard{s: s, tr: tr}, nil
+}
+
+// nodeLog opens the node's shared Raft log on first use.
+func (n *Node) nodeLog() (*nodelog.Log, error) {
+	n.nlMu.Lock()
+	defer n.nlMu.Unlock()
+	if n.nl == nil {
+		nl, err := nodelog.Open(nodelog.Options{Dir: filepath.Join(n.dir, "nodelog"), Logger: n.log.With("component", "nodelog")})
+		if err != nil {
+			return nil, fmt.Errorf("cluster: open the node log: %w", err)
+		}
+		n.nl = nl
+	}
+	return n.nl, nil
+}
+
+// NodeLogStats are the counters of the node's shared Raft log (zero if no
+// shard uses it).
+func (n *Node) NodeLogStats() nodelog.Stats {
+	n.nlMu.Lock()
+	defer n.nlMu.Unlock()
+	if n.nl == nil {
+		return nodelog.Stats{}
+	}
+	return n.nl.Stats()
 }
 
 func (n *Node) dispatchNotify(shard int, keys []string) {
@@ -414,6 +451,11 @@ func (n *Node) close(transfer bool) error {
 		if c := n.ctrl.Load(); c != nil {
 			err = errors.Join(err, c.close())
 		}
+		n.nlMu.Lock()
+		if n.nl != nil {
+			err = errors.Join(err, n.nl.Close())
+		}
+		n.nlMu.Unlock()
 		if e := n.mux.Close(); err == nil {
 			err = e
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/raftstream/raftstream/engine"
+	"github.com/raftstream/raftstream/fsm/nodelog"
 )
 
 // Config configures one shard replica (one Raft group member). Build it from
@@ -109,10 +110,14 @@ type Config struct {
 	// NoSync skips fsync in the log store. Benchmarks only: the same file
 	// holds the current term and vote.
 	NoSync bool
-	// LogStore selects the Raft log store: LogStoreBolt (default, also "")
-	// or LogStoreWAL. A shard directory keeps the kind it was created with;
-	// opening it as the other kind fails.
+	// LogStore selects the Raft log store: LogStoreNode, LogStoreBolt or
+	// LogStoreWAL. "" keeps the kind a shard directory already has and gives
+	// a new one DefaultLogStore (LogStoreBolt when NodeLog is nil). A
+	// directory keeps the kind it was created with; naming another fails.
 	LogStore string
+	// NodeLog is the node's shared log (fsm/nodelog), required by
+	// LogStoreNode. The caller owns it: close it after the shards.
+	NodeLog *nodelog.Log
 }
 
 // DefaultConfig returns defaults tuned for batched entries on a LAN.

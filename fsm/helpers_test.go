@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/raftstream/raftstream/engine"
+	"github.com/raftstream/raftstream/fsm/nodelog"
 )
 
 // Test commands, claimed by execHook before the engine sees them, so the
@@ -104,6 +105,7 @@ type replica struct {
 	id   raft.ServerID
 	addr raft.ServerAddress
 	tr   *raft.NetworkTransport
+	nl   *nodelog.Log // the replica's own node log (LogStoreNode), or nil
 }
 
 // openReplica opens a shard in dir on its own TCP transport at addr.
@@ -116,12 +118,27 @@ func openReplica(t testing.TB, dir string, id raft.ServerID, addr string, mod fu
 	if mod != nil {
 		mod(&cfg)
 	}
+	var nl *nodelog.Log
+	if cfg.LogStore == LogStoreNode && cfg.NodeLog == nil {
+		// A node log of the replica's own, next to its directory (so a
+		// reopened replica finds it).
+		var err error
+		nl, err = nodelog.Open(nodelog.Options{Dir: dir + ".nodelog", NoSync: cfg.NoSync, Logger: cfg.Logger})
+		if err != nil {
+			tr.Close()
+			t.Fatalf("open the node log of %s: %v", id, err)
+		}
+		cfg.NodeLog = nl
+	}
 	s, err := Open(cfg)
 	if err != nil {
 		tr.Close()
+		if nl != nil {
+			nl.Close()
+		}
 		t.Fatalf("open %s: %v", id, err)
 	}
-	r := &replica{Shard: s, dir: dir, id: id, addr: tr.LocalAddr(), tr: tr}
+	r := &replica{Shard: s, dir: dir, id: id, addr: tr.LocalAddr(), tr: tr, nl: nl}
 	t.Cleanup(func() { r.close(t) })
 	return r
 }
@@ -131,6 +148,11 @@ func (r *replica) close(t testing.TB) {
 		t.Errorf("close %s: %v", r.id, err)
 	}
 	r.tr.Close()
+	if r.nl != nil {
+		if err := r.nl.Close(); err != nil {
+			t.Errorf("close the node log of %s: %v", r.id, err)
+		}
+	}
 }
 
 func (r *replica) server() raft.Server {

@@ -15,6 +15,7 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	wal "github.com/hashicorp/raft-wal"
 	"github.com/hashicorp/raft-wal/metadb"
+	"github.com/raftstream/raftstream/fsm/nodelog"
 )
 
 // Log store kinds for Config.LogStore.
@@ -28,7 +29,16 @@ const (
 	// stable store (term, vote) and the segment index live in wal/wal-meta.db
 	// (bbolt, fsynced on every change).
 	LogStoreWAL = "wal"
+	// LogStoreNode keeps the Raft log in the node's shared log
+	// (Config.NodeLog, fsm/nodelog): every shard's entries in one
+	// append-only log, group-committed with one fdatasync per write for all
+	// shards. The term and vote live in the shard directory's "stable" file.
+	LogStoreNode = "node"
 )
+
+// DefaultLogStore is the kind a new shard directory gets when
+// Config.LogStore is "" and a node log is given.
+const DefaultLogStore = LogStoreBolt
 
 // LogStoreEnv names the environment variable DefaultConfig reads for
 // Config.LogStore, so the store can be chosen for a whole node without new
@@ -138,6 +148,14 @@ func (f *faultStore) Fault() error {
 
 func (f *faultStore) StoreLog(l *raft.Log) error { return f.StoreLogs([]*raft.Log{l}) }
 
+// IsMonotonic passes the store's raft.MonotonicLogStore answer through:
+// raft asks the outermost store whether to clear the log after installing
+// a snapshot (a monotonic store refuses the gap raft would leave).
+func (f *faultStore) IsMonotonic() bool {
+	m, ok := f.raftStore.(raft.MonotonicLogStore)
+	return ok && m.IsMonotonic()
+}
+
 func (f *faultStore) StoreLogs(logs []*raft.Log) error {
 	if err := f.Fault(); err != nil {
 		return err
@@ -193,14 +211,42 @@ type raftStore interface {
 // openRaftStore opens the log and stable store of kind in dir. A directory
 // that already holds the other kind's files is refused: switching kinds
 // would silently start from an empty log and vote.
-func openRaftStore(kind, dir string, noSync bool, log *slog.Logger, level slog.Level) (raftStore, error) {
+func openRaftStore(kind, dir string, noSync bool, nl *nodelog.Log, log *slog.Logger, level slog.Level) (raftStore, error) {
 	boltPath := filepath.Join(dir, "raft.db")
 	walDir := filepath.Join(dir, "wal")
-	switch kind {
-	case "", LogStoreBolt:
-		if exists(walDir) {
-			return nil, fmt.Errorf("log store %q requested but %s holds a %q log", LogStoreBolt, dir, LogStoreWAL)
+	has := ""
+	switch {
+	case exists(boltPath):
+		has = LogStoreBolt
+	case exists(walDir):
+		has = LogStoreWAL
+	case nodelog.HasReplica(dir):
+		has = LogStoreNode
+	}
+	if kind == "" {
+		switch {
+		case has != "":
+			kind = has
+		case nl != nil:
+			kind = DefaultLogStore
+		default:
+			kind = LogStoreBolt
 		}
+	}
+	if has != "" && has != kind {
+		return nil, fmt.Errorf("log store %q requested but %s holds a %q log", kind, dir, has)
+	}
+	switch kind {
+	case LogStoreNode:
+		if nl == nil {
+			return nil, fmt.Errorf("log store %q needs the node log (Config.NodeLog)", LogStoreNode)
+		}
+		rep, err := nl.OpenReplica(dir)
+		if err != nil {
+			return nil, err
+		}
+		return newFaultStore(rep, dir), nil
+	case LogStoreBolt:
 		st, err := raftboltdb.New(raftboltdb.Options{Path: boltPath, NoSync: noSync})
 		if err != nil {
 			return nil, err
@@ -209,9 +255,6 @@ func openRaftStore(kind, dir string, noSync bool, log *slog.Logger, level slog.L
 	case LogStoreWAL:
 		if noSync {
 			return nil, fmt.Errorf("log store %q does not support NoSync", LogStoreWAL)
-		}
-		if exists(boltPath) {
-			return nil, fmt.Errorf("log store %q requested but %s holds a %q log", LogStoreWAL, dir, LogStoreBolt)
 		}
 		if err := os.MkdirAll(walDir, 0o755); err != nil {
 			return nil, err
@@ -227,7 +270,7 @@ func openRaftStore(kind, dir string, noSync bool, log *slog.Logger, level slog.L
 		}
 		return newFaultStore(&walStore{WAL: w, meta: meta}, walDir), nil
 	default:
-		return nil, fmt.Errorf("unknown log store %q (want %q or %q)", kind, LogStoreBolt, LogStoreWAL)
+		return nil, fmt.Errorf("unknown log store %q (want %q, %q or %q)", kind, LogStoreNode, LogStoreBolt, LogStoreWAL)
 	}
 }
 

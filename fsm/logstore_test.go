@@ -3,22 +3,57 @@ package fsm
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/raftstream/raftstream/fsm/nodelog"
 )
 
 // walCrashChildEnv makes TestWALCrashKeepsAcknowledgedLogs's child process
-// append to the WAL in that directory until it is killed.
-const walCrashChildEnv = "FSM_TEST_WAL_CRASH_DIR"
+// append to the WAL in that directory until it is killed;
+// walCrashKindEnv names the log store kind.
+const (
+	walCrashChildEnv = "FSM_TEST_WAL_CRASH_DIR"
+	walCrashKindEnv  = "FSM_TEST_WAL_CRASH_KIND"
+)
+
+// nodeLogStore is a shard's store on a node log of its own, closed together.
+type nodeLogStore struct {
+	raftStore
+	nl *nodelog.Log
+}
+
+func (s *nodeLogStore) Close() error { return errors.Join(s.raftStore.Close(), s.nl.Close()) }
+
+// openTestStore opens a log store of kind in dir; for LogStoreNode with a
+// node log of its own in dir/nodelog and the shard in dir/shard.
+func openTestStore(kind, dir string) (raftStore, error) {
+	log := slog.New(slog.DiscardHandler)
+	if kind != LogStoreNode {
+		return openRaftStore(kind, dir, false, nil, log, slog.LevelError)
+	}
+	nl, err := nodelog.Open(nodelog.Options{Dir: filepath.Join(dir, "nodelog"), SegmentBytes: 4 << 20, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	st, err := openRaftStore(kind, filepath.Join(dir, "shard"), false, nl, log, slog.LevelError)
+	if err != nil {
+		nl.Close()
+		return nil, err
+	}
+	return &nodeLogStore{raftStore: st, nl: nl}, nil
+}
 
 // walTestEntry is the deterministic payload of log index i (variable length,
 // so records straddle pages and segment ends).
@@ -33,15 +68,21 @@ func walTestEntry(i uint64) []byte {
 // reported as done is present and intact, and that the log is contiguous.
 func TestWALCrashKeepsAcknowledgedLogs(t *testing.T) {
 	if dir := os.Getenv(walCrashChildEnv); dir != "" {
-		walCrashChild(dir)
+		walCrashChild(os.Getenv(walCrashKindEnv), dir)
 		return
 	}
+	for _, kind := range []string{LogStoreWAL, LogStoreNode} {
+		t.Run(kind, func(t *testing.T) { testCrashKeepsAcknowledgedLogs(t, kind) })
+	}
+}
+
+func testCrashKeepsAcknowledgedLogs(t *testing.T, kind string) {
 	dir := t.TempDir()
 	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
 	var acked uint64
 	for round := 0; round < 4; round++ {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestWALCrashKeepsAcknowledgedLogs$")
-		cmd.Env = append(os.Environ(), walCrashChildEnv+"="+dir)
+		cmd.Env = append(os.Environ(), walCrashChildEnv+"="+dir, walCrashKindEnv+"="+kind)
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -61,7 +102,7 @@ func TestWALCrashKeepsAcknowledgedLogs(t *testing.T) {
 		cmd.Process.Kill()
 		cmd.Wait()
 
-		st, err := openRaftStore(LogStoreWAL, dir, false, slog.New(slog.DiscardHandler), slog.LevelError)
+		st, err := openTestStore(kind, dir)
 		if err != nil {
 			t.Fatalf("round %d: reopen: %v", round, err)
 		}
@@ -104,8 +145,8 @@ func TestWALCrashKeepsAcknowledgedLogs(t *testing.T) {
 // and then, and prints "acked N" after each StoreLogs returns. The stable
 // store records the last index too, so it is checked alongside. Batches
 // average about 100 KiB, so segments (16 MiB) rotate within a round.
-func walCrashChild(dir string) {
-	st, err := openRaftStore(LogStoreWAL, dir, false, slog.New(slog.DiscardHandler), slog.LevelError)
+func walCrashChild(kind, dir string) {
+	st, err := openTestStore(kind, dir)
 	if err != nil {
 		fmt.Println("open:", err)
 		os.Exit(1)
@@ -145,9 +186,17 @@ func walCrashChild(dir string) {
 // of log store (that would start from an empty log and a forgotten vote).
 func TestLogStoreKindIsKept(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
-	for _, kinds := range [][2]string{{LogStoreBolt, LogStoreWAL}, {LogStoreWAL, LogStoreBolt}, {"", LogStoreWAL}} {
+	nl, err := nodelog.Open(nodelog.Options{Dir: t.TempDir(), Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nl.Close()
+	for _, kinds := range [][2]string{
+		{LogStoreBolt, LogStoreWAL}, {LogStoreWAL, LogStoreBolt}, {"", LogStoreWAL},
+		{LogStoreNode, LogStoreBolt}, {LogStoreNode, LogStoreWAL}, {LogStoreBolt, LogStoreNode}, {LogStoreWAL, LogStoreNode},
+	} {
 		dir := t.TempDir()
-		st, err := openRaftStore(kinds[0], dir, false, log, slog.LevelError)
+		st, err := openRaftStore(kinds[0], dir, false, nl, log, slog.LevelError)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -155,20 +204,38 @@ func TestLogStoreKindIsKept(t *testing.T) {
 			t.Fatal(err)
 		}
 		st.Close()
-		if st, err := openRaftStore(kinds[1], dir, false, log, slog.LevelError); err == nil {
+		if st, err := openRaftStore(kinds[1], dir, false, nl, log, slog.LevelError); err == nil {
 			st.Close()
 			t.Fatalf("%q directory opened as %q", kinds[0], kinds[1])
 		}
-		st, err = openRaftStore(kinds[0], dir, false, log, slog.LevelError)
-		if err != nil {
-			t.Fatalf("reopen as %q: %v", kinds[0], err)
+		// Reopened with its kind named, and with "" (the kind it has).
+		for _, k := range []string{kinds[0], ""} {
+			st, err = openRaftStore(k, dir, false, nl, log, slog.LevelError)
+			if err != nil {
+				t.Fatalf("reopen %q as %q: %v", kinds[0], k, err)
+			}
+			if last, _ := st.LastIndex(); last != 1 {
+				t.Fatalf("%q: last index %d after reopen as %q, want 1", kinds[0], last, k)
+			}
+			st.Close()
 		}
-		if last, _ := st.LastIndex(); last != 1 {
-			t.Fatalf("%q: last index %d after reopen, want 1", kinds[0], last)
-		}
-		st.Close()
 	}
-	if _, err := openRaftStore("nope", t.TempDir(), false, log, slog.LevelError); err == nil {
+	if _, err := openRaftStore("nope", t.TempDir(), false, nl, log, slog.LevelError); err == nil {
 		t.Fatal("unknown kind accepted")
+	}
+	if st, err := openRaftStore(LogStoreNode, t.TempDir(), false, nil, log, slog.LevelError); err == nil {
+		st.Close()
+		t.Fatal("the node log store opened without a node log")
+	}
+	// The node log store is monotonic through the fault wrapper, so raft
+	// clears a replica's log after a snapshot install instead of leaving
+	// a gap the store refuses.
+	st, err := openRaftStore(LogStoreNode, t.TempDir(), false, nl, log, slog.LevelError)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if m, ok := st.(raft.MonotonicLogStore); !ok || !m.IsMonotonic() {
+		t.Fatal("the node log store does not report itself monotonic")
 	}
 }

@@ -64,7 +64,7 @@ func Open(cfg Config) (*Shard, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("fsm: shard %d: %w", cfg.ShardID, err)
 	}
-	store, err := openRaftStore(cfg.LogStore, cfg.Dir, cfg.NoSync, log, cfg.RaftLogLevel)
+	store, err := openRaftStore(cfg.LogStore, cfg.Dir, cfg.NoSync, cfg.NodeLog, log, cfg.RaftLogLevel)
 	if err != nil {
 		return nil, fmt.Errorf("fsm: shard %d: open log store: %w", cfg.ShardID, err)
 	}

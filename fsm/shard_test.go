@@ -329,10 +329,17 @@ func failoverUnderLoad(t *testing.T, fault func(*testing.T, *replica), killed bo
 			if _, err := r.Submit(incr).Wait(context.Background()); !isNotLeader(err) {
 				t.Fatalf("submit on follower %s: %v, want NotLeaderError", r.id, err)
 			}
-			var nl *NotLeaderError
-			errors.As(r.Read(context.Background(), func(*engine.Engine) {}), &nl)
-			if nl.LeaderID != string(old.id) {
-				t.Fatalf("follower names leader %q, want %q", nl.LeaderID, old.id)
+			// The leader's barrier needs one follower; the other learns of
+			// the leader from its next AppendEntries.
+			var named string
+			waitFor(t, 5*time.Second, "the follower to name the leader", func() bool {
+				var nl *NotLeaderError
+				errors.As(r.Read(context.Background(), func(*engine.Engine) {}), &nl)
+				named = nl.LeaderID
+				return named == string(old.id)
+			})
+			if named != string(old.id) {
+				t.Fatalf("follower names leader %q, want %q", named, old.id)
 			}
 		}
 	}
