@@ -80,7 +80,6 @@ const (
 	kindEntry byte = 1 // payload: an entry (see appendEntry)
 	kindHead  byte = 2 // payload: u64 new first index (entries before it dropped)
 	kindTail  byte = 3 // payload: u64 new last index (entries after it dropped)
-	kindClear byte = 4 // no payload: every entry dropped
 )
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
@@ -293,8 +292,6 @@ func (l *Log) replaySegment(seg *segment) (int64, error) {
 				return off, nil
 			}
 			r.apply(kind, binary.LittleEndian.Uint64(payload[0:8]))
-		case kindClear:
-			r.apply(kind, 0)
 		default:
 			return off, nil
 		}
@@ -341,8 +338,6 @@ func (r *rlog) apply(kind byte, arg uint64) {
 		if arg < r.last() {
 			r.locs = r.locs[:arg-r.first+1]
 		}
-	case kindClear:
-		r.locs = r.locs[:0]
 	}
 }
 
@@ -603,9 +598,7 @@ func encodeEntry(b []byte, id uint64, lg *raft.Log) []byte {
 func encodeTrunc(b []byte, id uint64, kind byte, arg uint64) []byte {
 	start := len(b)
 	b = append(b, make([]byte, headerLen)...)
-	if kind != kindClear {
-		b = binary.LittleEndian.AppendUint64(b, arg)
-	}
+	b = binary.LittleEndian.AppendUint64(b, arg)
 	return frame(b, start, kind, id)
 }
 

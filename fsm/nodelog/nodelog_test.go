@@ -497,3 +497,39 @@ func (l *Log) debugDump() string {
 	}
 	return s
 }
+
+// TestCompactionRacingAnAppend: raft compacts on its snapshot goroutine
+// while its main goroutine appends. A compaction up to what was the last
+// entry must not take an entry appended in between with it.
+func TestCompactionRacingAnAppend(t *testing.T) {
+	dir := t.TempDir()
+	l := openLog(t, filepath.Join(dir, "log"), 0)
+	defer l.Close()
+	r := openRep(t, l, filepath.Join(dir, "r"))
+	defer r.Close()
+	m := &model{}
+	logs := entries(1, 10, 1, "a")
+	if err := r.StoreLogs(logs); err != nil {
+		t.Fatal(err)
+	}
+	m.store(logs)
+	next := entries(11, 11, 1, "b")
+	testHookDeleteRange = func() {
+		testHookDeleteRange = nil
+		if err := r.StoreLogs(next); err != nil {
+			t.Error(err)
+		}
+	}
+	defer func() { testHookDeleteRange = nil }()
+	if err := r.DeleteRange(1, 10); err != nil {
+		t.Fatal(err)
+	}
+	m.store(next)
+	m.deleteRange(1, 10)
+	check(t, "after the race", r, m)
+	r.Close()
+	l.Close()
+	l = openLog(t, filepath.Join(dir, "log"), 0)
+	r = openRep(t, l, filepath.Join(dir, "r"))
+	check(t, "reopened", r, m)
+}

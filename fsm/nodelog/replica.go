@@ -279,9 +279,13 @@ func (r *Replica) StoreLogs(logs []*raft.Log) error {
 	return r.l.submit(o)
 }
 
-// DeleteRange deletes entries lo..hi. raft deletes a prefix (compaction),
-// a suffix (a follower's conflicting entries) or everything (after a
-// snapshot install); a range inside the log is refused.
+// DeleteRange deletes entries lo..hi. raft deletes a prefix (compaction,
+// or everything after a snapshot install) or a suffix (a follower's
+// conflicting entries); a range inside the log is refused.
+//
+// A prefix is recorded as "drop everything before hi+1", never as "drop
+// everything", even when hi is the last entry: compaction runs on raft's
+// snapshot goroutine while the raft goroutine may be appending hi+1.
 func (r *Replica) DeleteRange(lo, hi uint64) error {
 	if err := r.l.Err(); err != nil {
 		return err
@@ -294,8 +298,6 @@ func (r *Replica) DeleteRange(lo, hi uint64) error {
 	}
 	o := &op{r: r.r}
 	switch {
-	case lo <= first && hi >= last:
-		o.kind = kindClear
 	case lo <= first:
 		o.kind, o.arg = kindHead, hi+1
 	case hi >= last:
@@ -304,8 +306,15 @@ func (r *Replica) DeleteRange(lo, hi uint64) error {
 		return fmt.Errorf("nodelog: log %s: cannot delete entries %d..%d from the middle of %d..%d", idName(r.id), lo, hi, first, last)
 	}
 	o.buf = encodeTrunc(nil, r.id, o.kind, o.arg)
+	if testHookDeleteRange != nil {
+		testHookDeleteRange()
+	}
 	return r.l.submit(o)
 }
+
+// testHookDeleteRange, set by tests only, runs between DeleteRange's look
+// at the log and its write.
+var testHookDeleteRange func()
 
 // Close releases the replica; its log stays in the node log (a reopened
 // replica finds it) until its directory stops claiming it.
