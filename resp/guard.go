@@ -15,6 +15,15 @@ import (
 // "invalid multibulk length"), after the commands before it have run, and
 // nothing more is read. Empty multibulks ("*0", "*-1"), which Redis
 // ignores, are dropped. Inline commands pass through untouched.
+//
+// It also bounds how much of a pipelined stream redcon takes in at once
+// (readWindow): redcon doubles its buffer whenever a read fills it and ends
+// inside a command, and shrinks it only when a read ended on a command
+// boundary, so a client streaming commands (redis-cli --pipe) made it grow
+// to tens of MiB, and the server then parsed and submitted all of it as one
+// pipeline, holding every command and pending reply until the last was
+// answered. Once redcon offers at least readWindow bytes, a Read reads at
+// most that much and hands over only whole commands.
 type guardConn struct {
 	net.Conn
 	maxBulk int64
@@ -24,6 +33,7 @@ type guardConn struct {
 	remaining int64  // bulks left in the current multibulk
 	skip      int64  // bulk payload bytes (with CRLF) left to pass through
 	out       []byte // scanned bytes ready for redcon
+	cut       int    // out[:cut] ends at a command boundary (0: none known)
 	dead      bool   // an error header was produced: read no more
 	tail      []byte // the error header, delivered in a Read of its own
 	rerr      error  // read error to return once out is drained
@@ -50,6 +60,12 @@ const (
 // (it rejects them).
 const maxHeaderLine = 64
 
+// readWindow is the most a Read takes from the socket and hands redcon once
+// redcon's buffer offers that much (see guardConn): a pipeline of up to
+// about 2,700 XADDs of 90 bytes per round trip to the log, and a redcon
+// buffer of at most twice this.
+const readWindow = 256 << 10
+
 func newGuardConn(c net.Conn, maxBulk int64) *guardConn {
 	return &guardConn{Conn: c, maxBulk: maxBulk}
 }
@@ -69,16 +85,48 @@ func (g *guardConn) Read(p []byte) (int, error) {
 		if g.dead {
 			return 0, io.EOF
 		}
-		// Read straight into the caller's buffer: scan copies what it
-		// keeps, so an idle connection pins no buffer of its own.
-		n, err := g.Conn.Read(p)
-		g.scan(p[:n])
+		window := min(len(p), readWindow)
+		k := len(g.line)
+		if k >= window {
+			// No room for the carried header line in front: scan into
+			// g.out (never for redcon's buffers, which are 4 KiB or more).
+			n, err := g.Conn.Read(p[:window])
+			g.scan(p[:n])
+			if err != nil {
+				g.rerr = err
+			}
+			continue
+		}
+		// Read straight into the caller's buffer, behind the header line
+		// carried over from the last Read, and compact the output in
+		// place: for a stream of valid commands nothing is copied.
+		copy(p, g.line)
+		g.cur -= int64(k) // compact counts the carried bytes again
+		g.line = g.line[:0]
+		n, err := g.Conn.Read(p[k:window])
 		if err != nil {
 			g.rerr = err
 		}
+		w, cut := g.compact(p[:k+n])
+		if w == 0 {
+			continue
+		}
+		if len(p) >= readWindow && cut > 0 && cut < w {
+			// Whole commands only, so that redcon, having parsed them
+			// all, shrinks its buffer instead of growing it for the rest.
+			g.out = append(g.out[:0], p[cut:w]...)
+			g.cut = 0
+			return cut, nil
+		}
+		return w, nil
 	}
-	n := copy(p, g.out)
+	n := len(g.out)
+	if len(p) >= readWindow && g.cut > 0 && g.cut < n {
+		n = g.cut
+	}
+	n = copy(p, g.out[:n])
 	g.out = g.out[n:]
+	g.cut = max(g.cut-n, 0)
 	if len(g.out) == 0 {
 		g.out = nil
 	}
@@ -93,114 +141,164 @@ func (g *guardConn) SyscallConn() (syscall.RawConn, error) {
 	return nil, syscall.EINVAL
 }
 
+// scan appends to g.out what redcon is to get of b, which follows the
+// bytes scanned before (the slow path of Read, and the tests).
 func (g *guardConn) scan(b []byte) {
-	for len(b) > 0 && !g.dead {
-		before := len(b)
-		b = g.step(b)
+	buf := make([]byte, 0, len(g.line)+len(b))
+	buf = append(append(buf, g.line...), b...)
+	g.cur -= int64(len(g.line))
+	g.line = g.line[:0]
+	w, cut := g.compact(buf)
+	if cut > 0 {
+		g.cut = len(g.out) + cut
+	}
+	g.out = append(g.out, buf[:w]...)
+}
+
+// compact scans b, which starts with the header line carried over in
+// g.line if there was one, and moves what redcon is to get of it to the
+// front of b: everything except empty multibulks, a rejected header and
+// what follows it, and an incomplete header line at the end, which it
+// keeps in g.line for the next Read. It returns the output's length and
+// the end of its last whole command (0: none).
+func (g *guardConn) compact(b []byte) (w, cut int) {
+	r := 0
+	// emit moves b[from:to] to the output (no copy while nothing was
+	// dropped before it).
+	emit := func(from, to int) {
+		if w != from {
+			copy(b[w:], b[from:to])
+		}
+		w += to - from
+	}
+	for r < len(b) && !g.dead {
+		start := r
+		switch g.state {
+		case gPass:
+			emit(r, len(b))
+			r = len(b)
+		case gFrame:
+			if b[r] == '*' {
+				g.state = gCount
+			} else {
+				g.state = gInline
+			}
+		case gInline:
+			i := bytes.IndexByte(b[r:], '\n')
+			if i < 0 {
+				emit(r, len(b))
+				r = len(b)
+				break
+			}
+			emit(r, r+i+1)
+			r += i + 1
+			g.state = gFrame
+		case gCount, gHeader:
+			// A header line starts at r (compact's callers put a carried
+			// one at the front of b).
+			i := bytes.IndexByte(b[r:], '\n')
+			if i < 0 {
+				if len(b)-r > maxHeaderLine {
+					emit(r, len(b))
+					g.state = gPass
+				} else {
+					g.line = append(g.line[:0], b[r:]...)
+				}
+				r = len(b)
+				break
+			}
+			if g.header(b[r : r+i+1]) {
+				emit(r, r+i+1)
+			}
+			r += i + 1
+		case gBody:
+			n := min(int64(len(b)-r), g.skip)
+			emit(r, r+int(n))
+			r += int(n)
+			g.skip -= n
+			if g.skip == 0 {
+				g.remaining--
+				if g.remaining == 0 {
+					g.state = gFrame
+				} else {
+					g.state = gHeader
+				}
+			}
+		}
 		if g.state == gFrame {
 			g.cur = 0
+			cut = w
 			continue
 		}
-		g.cur += int64(before - len(b))
+		g.cur += int64(r - start)
 		if g.lim.queryOver(g.cur, g.Conn) {
 			// Closed without a reply, as Redis does; the complete
 			// commands before this one still run.
 			g.dead, g.rerr = true, errQueryBufferLimit
 		}
 	}
+	return w, cut
 }
 
-// step consumes the start of b in the current state and returns the rest.
-func (g *guardConn) step(b []byte) []byte {
-	switch g.state {
-	case gPass:
-		g.out = append(g.out, b...)
-		return nil
-	case gFrame:
-		if b[0] == '*' {
-			g.state, g.line = gCount, g.line[:0]
-		} else {
-			g.state = gInline
-		}
-	case gInline:
-		i := bytes.IndexByte(b, '\n')
-		if i < 0 {
-			g.out = append(g.out, b...)
-			return nil
-		}
-		g.out = append(g.out, b[:i+1]...)
-		b = b[i+1:]
-		g.state = gFrame
-	case gCount, gHeader:
-		i := bytes.IndexByte(b, '\n')
-		if i < 0 {
-			g.line = append(g.line, b...)
-			b = nil
-			if len(g.line) > maxHeaderLine {
-				g.out = append(g.out, g.line...)
-				g.state = gPass
-			}
-			return nil
-		}
-		g.line = append(g.line, b[:i+1]...)
-		b = b[i+1:]
-		g.header()
-	case gBody:
-		n := int64(len(b))
-		if n > g.skip {
-			n = g.skip
-		}
-		g.out = append(g.out, b[:n]...)
-		b = b[n:]
-		g.skip -= n
-		if g.skip == 0 {
-			g.remaining--
-			if g.remaining == 0 {
-				g.state = gFrame
-			} else {
-				g.state, g.line = gHeader, g.line[:0]
-			}
-		}
-	}
-	return b
-}
-
-// header handles a complete "*n\r\n" or "$n\r\n" line in g.line.
-func (g *guardConn) header() {
-	l := g.line
+// header handles a complete "*n\r\n" or "$n\r\n" line l and reports
+// whether it goes to redcon.
+func (g *guardConn) header(l []byte) bool {
 	if len(l) < 3 || l[len(l)-2] != '\r' {
-		g.out = append(g.out, l...) // malformed: redcon reports it
-		g.state = gPass
-		return
+		g.state = gPass // malformed: redcon reports it
+		return true
 	}
-	n, err := strconv.ParseInt(string(l[1:len(l)-2]), 10, 64)
-	if err != nil || (g.state == gHeader && l[0] != '$') {
-		g.out = append(g.out, l...)
+	n, ok := parseHeaderInt(l[1 : len(l)-2])
+	if !ok || (g.state == gHeader && l[0] != '$') {
 		g.state = gPass
-		return
+		return true
 	}
 	if g.state == gCount {
 		switch {
 		case n <= 0:
 			g.state = gFrame // Redis ignores empty multibulks
+			return false
 		case n > maxArgs:
 			g.tail = []byte("*-1\r\n")
 			g.dead = true
+			return false
 		default:
-			g.out = append(g.out, l...)
 			g.remaining = n
-			g.state, g.line = gHeader, g.line[:0]
+			g.state = gHeader
+			return true
 		}
-		return
 	}
 	if n < 0 || n > g.maxBulk {
 		g.tail = []byte("$-1\r\n")
 		g.dead = true
-		return
+		return false
 	}
-	g.out = append(g.out, l...)
 	g.skip = n + 2
 	g.state = gBody
+	return true
+}
+
+// parseHeaderInt is strconv.ParseInt(string(b), 10, 64) without the
+// allocation for the usual short decimal.
+func parseHeaderInt(b []byte) (int64, bool) {
+	d := b
+	if len(d) > 0 && (d[0] == '-' || d[0] == '+') {
+		d = d[1:]
+	}
+	if len(d) == 0 || len(d) > 18 {
+		n, err := strconv.ParseInt(string(b), 10, 64)
+		return n, err == nil
+	}
+	var n int64
+	for _, c := range d {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if b[0] == '-' {
+		n = -n
+	}
+	return n, true
 }
 
 // guardListener wraps accepted connections in guardConn.
