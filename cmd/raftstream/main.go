@@ -69,6 +69,7 @@ type options struct {
 	cpuProfile                 string
 	admin                      adminOptions    // admin.go
 	sec                        securityOptions // security.go
+	gc                         gcOptions       // gcpolicy.go
 	// Test-only (jepsen/ harness): see the --debug-* flags.
 	debugClockOffset time.Duration
 	debugInjectBug   string
@@ -107,6 +108,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long SIGTERM waits for in-flight commands")
 	registerAdminFlags(fs, &o.admin)
 	registerSecurityFlags(fs, &o.sec)
+	registerGCFlags(fs, &o.gc)
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (diagnostics)")
 	fs.DurationVar(&o.debugClockOffset, "debug-clock-offset", 0, "TEST ONLY (fault-injection harness): offset this node's wall clock as stamped into log entries (clock skew)")
 	fs.StringVar(&o.debugInjectBug, "debug-inject-bug", "", "TEST ONLY (fault-injection harness self-test): inject a known bug: ack-before-commit, stale-read or drop-pel-update")
@@ -157,6 +159,8 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	// The Go heap's growth past the live data (gcpolicy.go).
+	defer startGCPolicy(o.gc, log)()
 
 	if o.cpuProfile != "" {
 		f, err := os.Create(o.cpuProfile)

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"strconv"
+	"strings"
+	"sync/atomic"
+)
+
+// gcOptions is the Go memory policy of the process (--go-gc-percent,
+// --go-memory-floor, --go-memory-limit).
+//
+// Go's default (GOGC=100) lets the heap grow to twice the live data before
+// it collects, so a node's RSS is about twice its data, where Redis's is
+// about its data. The policy here turns the proportional trigger off and
+// instead sets the runtime's soft memory limit after every collection to
+//
+//	max(floor, live heap × (1 + percent/100) + the runtime's other memory)
+//
+// capped at --go-memory-limit when that is set: the heap may grow percent
+// past the live data, but never needs to collect before floor, so a node
+// with little data collects less often than under GOGC=100. With a memory
+// limit the runtime also returns freed pages to the OS promptly rather than
+// over minutes. GOGC or GOMEMLIMIT in the environment turn the policy off
+// (the runtime's own settings win).
+type gcOptions struct {
+	percent int
+	floor   sizeFlag
+	limit   sizeFlag
+}
+
+func registerGCFlags(fs *flag.FlagSet, o *gcOptions) {
+	o.floor = 32 << 20
+	fs.IntVar(&o.percent, "go-gc-percent", 25, "how far, in percent of the live heap, the Go heap may grow before the next collection (negative = the Go runtime's default policy, GOGC)")
+	fs.Var(&o.floor, "go-memory-floor", "Go memory below which no collection is forced by --go-gc-percent (bytes; k, kb, m, mb, g, gb units)")
+	fs.Var(&o.limit, "go-memory-limit", "ceiling of the Go runtime's soft memory limit (bytes, with units; 0 = none): past it the garbage collector works harder rather than let memory grow")
+}
+
+// sizeFlag is a byte count with Redis's units (k=1000, kb=1024, m, mb, g, gb)
+// or Go's (KiB, MiB, GiB).
+type sizeFlag int64
+
+func (s *sizeFlag) String() string { return strconv.FormatInt(int64(*s), 10) }
+
+func (s *sizeFlag) Set(v string) error {
+	t := strings.ToLower(strings.TrimSpace(v))
+	mul := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mul    int64
+	}{{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30}, {"gb", 1 << 30}, {"mb", 1 << 20}, {"kb", 1 << 10}, {"g", 1e9}, {"m", 1e6}, {"k", 1e3}, {"b", 1}} {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mul = strings.TrimSuffix(t, u.suffix), u.mul
+			break
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n < 0 || (n > 0 && mul > math.MaxInt64/n) {
+		return fmt.Errorf("invalid size %q", v)
+	}
+	*s = sizeFlag(n * mul)
+	return nil
+}
+
+// gcTuner re-derives the memory limit after every garbage collection.
+type gcTuner struct {
+	percent      int64
+	floor, limit int64
+	samples      []metrics.Sample
+	set          atomic.Int64 // the limit last set (tests, logs)
+	stopped      atomic.Bool
+}
+
+// startGCPolicy applies o to the runtime and returns a stop function that
+// restores nothing (the process is ending) but ends the re-arming.
+func startGCPolicy(o gcOptions, log *slog.Logger) (stop func()) {
+	if o.percent < 0 {
+		if o.limit > 0 {
+			debug.SetMemoryLimit(int64(o.limit))
+		}
+		return func() {}
+	}
+	if env := envSet("GOGC", "GOMEMLIMIT"); env != "" {
+		log.Info("Go memory policy left to the runtime", "env", env)
+		return func() {}
+	}
+	t := &gcTuner{percent: int64(o.percent), floor: int64(o.floor), limit: int64(o.limit), samples: []metrics.Sample{
+		{Name: "/gc/heap/live:bytes"},
+		{Name: "/memory/classes/total:bytes"},
+		{Name: "/memory/classes/heap/objects:bytes"},
+		{Name: "/memory/classes/heap/unused:bytes"},
+		{Name: "/memory/classes/heap/free:bytes"},
+		{Name: "/memory/classes/heap/released:bytes"},
+	}}
+	t.tune()
+	debug.SetGCPercent(-1)
+	t.arm()
+	log.Info("Go memory policy", "gc_percent", o.percent, "floor", int64(o.floor), "limit", int64(o.limit))
+	return func() { t.stopped.Store(true) }
+}
+
+func envSet(names ...string) string {
+	for _, n := range names {
+		if v := os.Getenv(n); v != "" {
+			return n + "=" + v
+		}
+	}
+	return ""
+}
+
+// gcSentinel becomes unreachable as soon as it is armed; its finalizer runs
+// after the collection that found it so, and arms the next one.
+type gcSentinel struct{ t *gcTuner }
+
+func (t *gcTuner) arm() {
+	runtime.SetFinalizer(&gcSentinel{t: t}, func(s *gcSentinel) {
+		if s.t.stopped.Load() {
+			return
+		}
+		s.t.tune()
+		s.t.arm()
+	})
+}
+
+// tune sets the memory limit from the live heap the last collection found.
+func (t *gcTuner) tune() {
+	metrics.Read(t.samples)
+	v := func(i int) int64 {
+		if t.samples[i].Value.Kind() != metrics.KindUint64 {
+			return 0
+		}
+		return int64(t.samples[i].Value.Uint64())
+	}
+	live, total := v(0), v(1)
+	other := max(total-v(2)-v(3)-v(4)-v(5), 0) // stacks, GC and runtime metadata
+	limit := max(t.floor, live+live*t.percent/100+other)
+	if t.limit > 0 {
+		limit = min(limit, t.limit)
+	}
+	debug.SetMemoryLimit(limit)
+	t.set.Store(limit)
+}
