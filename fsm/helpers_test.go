@@ -119,8 +119,8 @@ func openReplica(t testing.TB, dir string, id raft.ServerID, addr string, mod fu
 		mod(&cfg)
 	}
 	var nl *nodelog.Log
-	if cfg.LogStore == LogStoreNode && cfg.NodeLog == nil {
-		// A node log of the replica's own, next to its directory (so a
+	if (cfg.LogStore == LogStoreNode || cfg.LogStore == "") && cfg.NodeLog == nil {
+		// The default store. A node log of the replica's own, next to its directory (so a
 		// reopened replica finds it).
 		var err error
 		nl, err = nodelog.Open(nodelog.Options{Dir: dir + ".nodelog", NoSync: cfg.NoSync, Logger: cfg.Logger})

@@ -38,7 +38,7 @@ const (
 
 // DefaultLogStore is the kind a new shard directory gets when
 // Config.LogStore is "" and a node log is given.
-const DefaultLogStore = LogStoreBolt
+const DefaultLogStore = LogStoreNode
 
 // LogStoreEnv names the environment variable DefaultConfig reads for
 // Config.LogStore, so the store can be chosen for a whole node without new

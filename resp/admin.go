@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/raftstream/raftstream/fsm"
+	"github.com/raftstream/raftstream/fsm/nodelog"
 )
 
 // The admin HTTP server: /metrics (Prometheus text format), /healthz,
@@ -31,6 +32,13 @@ type AdminBackend interface {
 	TransferLeader(ctx context.Context, shard int, to string) error
 	// SnapshotShard snapshots the local replica of shard now.
 	SnapshotShard(shard int) error
+}
+
+// NodeLogBackend is implemented by backends whose shards keep their Raft
+// logs in one node log (fsm/nodelog); INFO persistence and /metrics report
+// its writes.
+type NodeLogBackend interface {
+	NodeLogStats() nodelog.Stats
 }
 
 // AdminConfig configures the admin HTTP server.
@@ -164,6 +172,20 @@ func (a *Admin) Collect(sc *Scrape) {
 	sc.Add("raftstream_cluster_nodes", "Cluster members known to this node, by state.", Gauge, float64(up), Label{"state", "up"})
 	sc.Add("raftstream_cluster_nodes", "Cluster members known to this node, by state.", Gauge, float64(len(top.Nodes)-up), Label{"state", "down"})
 	sc.Add("raftstream_cluster_shards", "Shards (Raft groups) in the cluster.", Gauge, float64(a.be.NumShards()))
+	if nb, ok := a.be.(NodeLogBackend); ok {
+		ns := nb.NodeLogStats()
+		sc.Add("raftstream_node_log_writes_total", "Writes of the node's shared Raft log (each one write and one fdatasync for every shard's queued entries).", Counter, float64(ns.Batches))
+		sc.Add("raftstream_node_log_requests_total", "Shard requests (appends, truncations) committed by those writes.", Counter, float64(ns.Ops))
+		sc.Add("raftstream_node_log_written_bytes_total", "Bytes written to the node log.", Counter, float64(ns.Bytes))
+		sc.Add("raftstream_node_log_segments", "Segment files of the node log.", Gauge, float64(ns.Segments))
+	}
+	if nb, ok := a.be.(NodeLogBackend); ok {
+		ns := nb.NodeLogStats()
+		sc.Add("raftstream_node_log_writes_total", "Writes of the node's shared Raft log (each one write and one fdatasync for every shard's queued entries).", Counter, float64(ns.Batches))
+		sc.Add("raftstream_node_log_requests_total", "Shard requests (appends, truncations) committed by those writes.", Counter, float64(ns.Ops))
+		sc.Add("raftstream_node_log_written_bytes_total", "Bytes written to the node log.", Counter, float64(ns.Bytes))
+		sc.Add("raftstream_node_log_segments", "Segment files of the node log.", Gauge, float64(ns.Segments))
+	}
 	ab, _ := a.be.(AdminBackend)
 	for i := 0; i < a.be.NumShards(); i++ {
 		st, ok := a.be.ShardStatus(i)

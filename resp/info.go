@@ -111,6 +111,13 @@ func (s *Server) infoSection(c *client, b *strings.Builder, sec string) {
 		if faulted != "" {
 			w("raft_log_failed_shards", faulted[1:])
 		}
+		if nb, ok := s.be.(NodeLogBackend); ok {
+			ns := nb.NodeLogStats()
+			w("raft_log_writes", ns.Batches)
+			w("raft_log_requests", ns.Ops)
+			w("raft_log_written_bytes", ns.Bytes)
+			w("raft_log_segments", ns.Segments)
+		}
 	case "stats":
 		b.WriteString("# Stats\r\n")
 		w("total_connections_received", s.stats.connections.Load())

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"sync"
+	"testing"
+)
+
+// infoField reads a numeric field of an INFO section.
+func infoField(t *testing.T, addr, section, field string) int64 {
+	t.Helper()
+	info := rawBulk(t, addr, "INFO", section)
+	m := regexp.MustCompile(`(?m)^` + field + `:(\d+)\r$`).FindStringSubmatch(info)
+	if m == nil {
+		t.Fatalf("INFO %s has no %s:\n%s", section, field, info)
+	}
+	v, _ := strconv.ParseInt(m[1], 10, 64)
+	return v
+}
+
+// TestNodeLogGroupCommitsShards: a node's shards keep their Raft logs in
+// the one node log, and writes to many shards at once share its writes
+// (each a write and an fdatasync): fewer writes than shard requests. The
+// entries survive a SIGKILL.
+func TestNodeLogGroupCommitsShards(t *testing.T) {
+	n := startNode(t, "", "--shards", "16")
+	if segs, _ := filepath.Glob(filepath.Join(n.Dir, "data", "nodelog", "*.seg")); len(segs) == 0 {
+		t.Fatal("no node log segment in the data dir")
+	}
+	if _, err := os.Stat(filepath.Join(n.Dir, "data", "shards", "0", "raft.db")); err == nil {
+		t.Fatal("a new shard got a bbolt log")
+	}
+	w0 := infoField(t, n.Addr, "persistence", "raft_log_writes")
+	r0 := infoField(t, n.Addr, "persistence", "raft_log_requests")
+	const clients, each = 32, 40
+	var wg sync.WaitGroup
+	for c := 0; c < clients; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cn := dial(t, n.Addr)
+			for i := 0; i < each; i++ {
+				key := fmt.Sprintf("orders:{%d}", (c*each+i)%64)
+				if r, err := cn.Do("XADD", key, "*", "c", strconv.Itoa(c), "i", strconv.Itoa(i)); err != nil || r[0] != '$' {
+					t.Errorf("XADD %s: %q %v", key, r, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	writes := infoField(t, n.Addr, "persistence", "raft_log_writes") - w0
+	reqs := infoField(t, n.Addr, "persistence", "raft_log_requests") - r0
+	t.Logf("%d XADDs to 64 streams on 16 shards: %d shard log requests in %d node log writes", clients*each, reqs, writes)
+	if reqs == 0 || writes == 0 || writes >= reqs {
+		t.Fatalf("%d node log writes for %d shard requests: the shards' appends were not committed together", writes, reqs)
+	}
+
+	n.kill()
+	n.start()
+	c := dial(t, n.Addr)
+	total := 0
+	for k := 0; k < 64; k++ {
+		r := do(t, c, "XLEN", fmt.Sprintf("orders:{%d}", k))
+		v, _ := strconv.Atoi(r[1 : len(r)-2])
+		total += v
+	}
+	if total != clients*each {
+		t.Fatalf("%d entries after SIGKILL and restart, want %d", total, clients*each)
+	}
+}
