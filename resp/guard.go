@@ -163,6 +163,7 @@ func (g *guardConn) scan(b []byte) {
 // the end of its last whole command (0: none).
 func (g *guardConn) compact(b []byte) (w, cut int) {
 	r := 0
+	qlim := g.lim.queryLimit()
 	// emit moves b[from:to] to the output (no copy while nothing was
 	// dropped before it).
 	emit := func(from, to int) {
@@ -195,7 +196,20 @@ func (g *guardConn) compact(b []byte) (w, cut int) {
 			g.state = gFrame
 		case gCount, gHeader:
 			// A header line starts at r (compact's callers put a carried
-			// one at the front of b).
+			// one at the front of b). The usual one, a few digits and
+			// CRLF, is parsed as it is found.
+			j, n := r+1, int64(0)
+			for j < len(b) && j-r <= 18 && b[j] >= '0' && b[j] <= '9' {
+				n = n*10 + int64(b[j]-'0')
+				j++
+			}
+			if j > r+1 && j+1 < len(b) && b[j] == '\r' && b[j+1] == '\n' {
+				if g.headerN(b[r], n) {
+					emit(r, j+2)
+				}
+				r = j + 2
+				break
+			}
 			i := bytes.IndexByte(b[r:], '\n')
 			if i < 0 {
 				if len(b)-r > maxHeaderLine {
@@ -231,7 +245,7 @@ func (g *guardConn) compact(b []byte) (w, cut int) {
 			continue
 		}
 		g.cur += int64(r - start)
-		if g.lim.queryOver(g.cur, g.Conn) {
+		if qlim > 0 && g.cur > qlim && g.lim.queryOver(g.cur, g.Conn) {
 			// Closed without a reply, as Redis does; the complete
 			// commands before this one still run.
 			g.dead, g.rerr = true, errQueryBufferLimit
@@ -248,7 +262,17 @@ func (g *guardConn) header(l []byte) bool {
 		return true
 	}
 	n, ok := parseHeaderInt(l[1 : len(l)-2])
-	if !ok || (g.state == gHeader && l[0] != '$') {
+	if !ok {
+		g.state = gPass
+		return true
+	}
+	return g.headerN(l[0], n)
+}
+
+// headerN is header for a line of type c ('*' or '$' expected) and number
+// n.
+func (g *guardConn) headerN(c byte, n int64) bool {
+	if g.state == gHeader && c != '$' {
 		g.state = gPass
 		return true
 	}

@@ -131,9 +131,9 @@ func (c *chunkConn) Read(p []byte) (int, error) {
 // ends the stream with its error header after the commands before it.
 func TestGuardReadCompactsInPlaceWhateverTheSplits(t *testing.T) {
 	in := []byte("*3\r\n$4\r\nXADD\r\n$1\r\ns\r\n$0\r\n\r\n*0\r\nPING inline\r\n*-1\r\n*1\r\n$12\r\nhello\r\nworld\r\n" +
-		"*2\r\n$+3\r\nGET\r\n$0010\r\n0123456789\r\n*1\r\n$11\r\nhello world\r\n")
+		"*2\r\n$+3\r\nGET\r\n$0010\r\n0123456789\r\n*1\r\n$13\r\nhello world!!\r\n")
 	want := "*3\r\n$4\r\nXADD\r\n$1\r\ns\r\n$0\r\n\r\nPING inline\r\n*1\r\n$12\r\nhello\r\nworld\r\n" +
-		"*2\r\n$+3\r\nGET\r\n$0010\r\n0123456789\r\n$-1\r\n"
+		"*2\r\n$+3\r\nGET\r\n$0010\r\n0123456789\r\n*1\r\n$-1\r\n"
 	seed := time.Now().UnixNano()
 	rng := rand.New(rand.NewSource(seed))
 	for round := 0; round < 500; round++ {
@@ -143,7 +143,7 @@ func TestGuardReadCompactsInPlaceWhateverTheSplits(t *testing.T) {
 			chunks = append(chunks, append([]byte(nil), rest[:n]...))
 			rest = rest[n:]
 		}
-		g := newGuardConn(&chunkConn{chunks: chunks}, 10)
+		g := newGuardConn(&chunkConn{chunks: chunks}, 12)
 		var got []byte
 		for i := 0; i < 10*len(in); i++ {
 			p := make([]byte, 1+rng.Intn(80))

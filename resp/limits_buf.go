@@ -79,6 +79,14 @@ func (b *bufLimits) init(log func(string, ...any)) {
 // query buffer limit (returned by guardConn.Read; redcon then closes it).
 var errQueryBufferLimit = errors.New("client reached max query buffer length")
 
+// queryLimit is the client-query-buffer-limit (0: none).
+func (b *bufLimits) queryLimit() int64 {
+	if b == nil {
+		return 0
+	}
+	return b.query.Load()
+}
+
 // queryOver is called by the reader with the size of the command being
 // received; true means close the connection (counted and logged once).
 func (b *bufLimits) queryOver(cur int64, c net.Conn) bool {
