@@ -148,3 +148,29 @@ func TestXAddStorageAllocFree(t *testing.T) {
 		t.Fatalf("%.2f allocations per appended entry", avg)
 	}
 }
+
+// TestXAddAllocs: an XADD to an existing stream allocates only its reply
+// (the ID's bytes and their interface box), and Validate allocates nothing.
+// Looking the command up used to lower-case its name into new strings, and
+// the key was copied into a string on every call.
+func TestXAddAllocs(t *testing.T) {
+	e := New(DefaultConfig())
+	argv := append([][]byte{[]byte("XADD"), []byte("s"), []byte("*")}, uniformEntry(7)...)
+	now := int64(1_700_000_000_000)
+	e.Exec(now, argv)
+	if avg := testing.AllocsPerRun(2000, func() {
+		now++
+		if _, ok := e.Exec(now, argv).(BulkString); !ok {
+			t.Fatal("XADD failed")
+		}
+	}); avg > 2.05 {
+		t.Fatalf("%.2f allocations per XADD, want at most 2", avg)
+	}
+	if avg := testing.AllocsPerRun(2000, func() {
+		if err := Validate(now, argv); err != nil {
+			t.Fatal(err)
+		}
+	}); avg != 0 {
+		t.Fatalf("%.2f allocations per Validate of XADD", avg)
+	}
+}

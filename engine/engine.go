@@ -76,6 +76,15 @@ func (e *Engine) signal(key string) {
 	e.signaled = append(e.signaled, key)
 }
 
+// signalBytes is signal for a key still in bytes: no string is made for a
+// key already signalled.
+func (e *Engine) signalBytes(key []byte) {
+	if _, ok := e.signaledSet[string(key)]; ok {
+		return
+	}
+	e.signal(string(key))
+}
+
 // TakeSignaled returns, and forgets, the keys signalled since the last call,
 // in the order they were first touched. The FSM calls it after each apply to
 // wake clients blocked on those keys.
@@ -116,7 +125,8 @@ func (e *Engine) Exec(now int64, argv [][]byte) Reply {
 	if len(argv) == 0 {
 		return ErrSyntax
 	}
-	h, ok := commands[lower(argv[0])]
+	var buf [nameBuf]byte
+	h, ok := commands[string(lowerInto(&buf, argv[0]))]
 	if !ok {
 		return Errorf("ERR unknown command '%s'", argv[0])
 	}
@@ -132,6 +142,24 @@ func lower(b []byte) string {
 		}
 	}
 	return string(b)
+}
+
+// nameBuf is the room lowerInto lowers a command name in.
+const nameBuf = 32
+
+// lowerInto returns b lower-cased, in buf when it fits, for a map lookup
+// (m[string(…)] of a slice does not allocate).
+func lowerInto(buf *[nameBuf]byte, b []byte) []byte {
+	if len(b) > len(buf) {
+		return bytes.ToLower(b)
+	}
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	return buf[:len(b)]
 }
 
 // eqFold reports whether arg equals the ASCII keyword kw, ignoring case.

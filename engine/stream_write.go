@@ -245,9 +245,8 @@ func cmdXAdd(e *Engine, now int64, argv [][]byte) Reply {
 	if err != nil {
 		return err
 	}
-	key := string(argv[1])
 	var s *Stream
-	if v, ok := e.keys[key]; ok {
+	if v, ok := e.keys[string(argv[1])]; ok {
 		if v.Kind != KindStream {
 			return ErrWrongType
 		}
@@ -308,7 +307,7 @@ func cmdXAdd(e *Engine, now int64, argv [][]byte) Reply {
 	}
 	if s == nil {
 		s = e.newStream()
-		e.keys[key] = &Value{Kind: KindStream, Stream: s}
+		e.keys[string(argv[1])] = &Value{Kind: KindStream, Stream: s}
 	}
 	s.appendEntry(e.cfg, id, a.fields)
 	if a.idmpGiven {
@@ -327,7 +326,7 @@ func cmdXAdd(e *Engine, now int64, argv [][]byte) Reply {
 		a.trim.applyDefaultLimit(e.cfg)
 		s.trim(&a.trim)
 	}
-	e.signal(key)
+	e.signalBytes(argv[1])
 	return BulkString(id.Append(make([]byte, 0, 24)))
 }
 
