@@ -116,6 +116,7 @@ func (s *Server) infoSection(c *client, b *strings.Builder, sec string) {
 			w("raft_log_writes", ns.Batches)
 			w("raft_log_requests", ns.Ops)
 			w("raft_log_written_bytes", ns.Bytes)
+			w("raft_log_write_usec", ns.WriteTime.Microseconds())
 			w("raft_log_segments", ns.Segments)
 		}
 	case "stats":

@@ -65,7 +65,18 @@ type Options struct {
 	NoSync bool
 	// Logger receives recovery and fault messages. nil means slog.Default().
 	Logger *slog.Logger
+	// NoPreallocate turns off zero-filling segment space ahead of the
+	// writer (see preallocChunk).
+	NoPreallocate bool
 }
+
+// preallocChunk is how much zero-filled space a background goroutine adds
+// ahead of the writer, whenever less than half of it is left. An fdatasync
+// after an append must also write the file's new size through the
+// filesystem journal; one after an overwrite of space already allocated
+// and written writes the data alone: on ext4 here 190–330 µs instead of
+// 350–750 µs.
+const preallocChunk = 4 << 20
 
 // Record framing. Every record is a 24-byte header then the payload:
 //
@@ -113,8 +124,12 @@ type Log struct {
 	failed atomic.Pointer[error] // the first write error: every later write fails with it
 	wbuf   []byte                // the writer's batch buffer
 
+	prealloc bool
+	pmu      sync.Mutex    // guards the active segment's zeroed and extending
+	extDone  chan struct{} // closed when the running extension ends; nil if none
+
 	stats struct {
-		batches, ops, syncs, bytes, segmentsDeleted atomic.Uint64
+		batches, ops, syncs, bytes, segmentsDeleted, writeNanos atomic.Uint64
 	}
 }
 
@@ -122,7 +137,11 @@ type Log struct {
 type segment struct {
 	seq  uint64
 	f    *os.File
-	size int64
+	size int64 // end of the records
+	// zeroed is the end of the space written so far (records, then zeros
+	// up to here): writes below it overwrite, above it they extend the
+	// file. Guarded by Log.pmu.
+	zeroed int64
 }
 
 // loc is where an entry's record lies.
@@ -173,7 +192,7 @@ func Open(opts Options) (*Log, error) {
 		return nil, fmt.Errorf("nodelog: %w", err)
 	}
 	l := &Log{
-		dir: opts.Dir, segBytes: opts.SegmentBytes, noSync: opts.NoSync, log: opts.Logger,
+		dir: opts.Dir, segBytes: opts.SegmentBytes, noSync: opts.NoSync, log: opts.Logger, prealloc: !opts.NoPreallocate,
 		logs: make(map[uint64]*rlog), open: make(map[uint64]*Replica), done: make(chan struct{}),
 	}
 	l.qcond = sync.NewCond(&l.qmu)
@@ -232,7 +251,8 @@ func (l *Log) replay() error {
 		if err != nil {
 			return fmt.Errorf("nodelog: %w", err)
 		}
-		if good < st.Size() {
+		seg.size, seg.zeroed = good, st.Size()
+		if good < st.Size() && !zeroFrom(f, good, st.Size()) {
 			if !last {
 				return fmt.Errorf("nodelog: %s is damaged at offset %d of %d (not the last segment: refusing to drop entries)", path, good, st.Size())
 			}
@@ -243,8 +263,82 @@ func (l *Log) replay() error {
 			if err := f.Sync(); err != nil {
 				return fmt.Errorf("nodelog: %w", err)
 			}
+			seg.zeroed = good
 		}
-		seg.size = good
+	}
+	return nil
+}
+
+// zeroFrom reports whether f holds only zero bytes in [from, to): space
+// zero-filled ahead of the writer, not a torn write.
+func zeroFrom(f *os.File, from, to int64) bool {
+	buf := make([]byte, 64<<10)
+	for off := from; off < to; {
+		n, err := f.ReadAt(buf[:min(int64(len(buf)), to-off)], off)
+		for _, b := range buf[:n] {
+			if b != 0 {
+				return false
+			}
+		}
+		if err != nil && n == 0 {
+			return false
+		}
+		off += int64(n)
+	}
+	return true
+}
+
+// waitExtension waits for a running extension of the active segment.
+func (l *Log) waitExtension() {
+	l.pmu.Lock()
+	ch := l.extDone
+	l.pmu.Unlock()
+	if ch != nil {
+		<-ch
+	}
+}
+
+// maybeExtend starts zero-filling the next preallocChunk of seg (the
+// active segment, written up to seg.size) in the background when less than
+// half a chunk of zeroed space is left. The writer never writes into space
+// being zeroed: a write that would reach past seg.zeroed first waits for
+// the extension (writeSpace).
+func (l *Log) maybeExtend(seg *segment) {
+	l.pmu.Lock()
+	defer l.pmu.Unlock()
+	from := max(seg.zeroed, seg.size)
+	if l.extDone != nil || from-seg.size >= preallocChunk/2 || from >= l.segBytes {
+		return
+	}
+	n := min(int64(preallocChunk), l.segBytes-from)
+	done := make(chan struct{})
+	l.extDone = done
+	go func() {
+		defer close(done)
+		err := writeZeros(seg.f, from, n)
+		if err == nil && !l.noSync {
+			err = fdatasync(seg.f)
+		}
+		l.pmu.Lock()
+		if err == nil {
+			seg.zeroed = max(seg.zeroed, from+n)
+		} else {
+			l.prealloc = false
+			l.log.Warn("cannot zero-fill node log space ahead of the writer; writes extend the file instead", "segment", seg.f.Name(), "err", err)
+		}
+		l.extDone = nil
+		l.pmu.Unlock()
+	}()
+}
+
+func writeZeros(f *os.File, off, n int64) error {
+	z := make([]byte, min(n, 1<<20))
+	for n > 0 {
+		k := min(n, int64(len(z)))
+		if _, err := f.WriteAt(z[:k], off); err != nil {
+			return err
+		}
+		off, n = off+k, n-k
 	}
 	return nil
 }
@@ -430,6 +524,7 @@ func (l *Log) commit(batch []*op) error {
 	seg := l.segs[len(l.segs)-1] // only this goroutine appends to segs after Open
 	gc := false
 	if seg.size > 0 && seg.size+int64(size) > l.segBytes {
+		l.waitExtension()
 		if err := l.newSegment(seg.seq + 1); err != nil {
 			return l.fail(err)
 		}
@@ -445,6 +540,14 @@ func (l *Log) commit(batch []*op) error {
 	} else {
 		l.wbuf = nil
 	}
+	end := seg.size + int64(len(buf))
+	l.pmu.Lock()
+	beyond := end > seg.zeroed
+	l.pmu.Unlock()
+	if beyond {
+		l.waitExtension() // never write into space being zeroed
+	}
+	start := time.Now()
 	if _, err := seg.f.WriteAt(buf, seg.size); err != nil {
 		return l.fail(fmt.Errorf("nodelog: write %s: %w", segName(seg.seq), err))
 	}
@@ -454,6 +557,7 @@ func (l *Log) commit(batch []*op) error {
 		}
 		l.stats.syncs.Add(1)
 	}
+	l.stats.writeNanos.Add(uint64(time.Since(start)))
 	l.stats.batches.Add(1)
 	l.stats.ops.Add(uint64(len(batch)))
 	l.stats.bytes.Add(uint64(len(buf)))
@@ -480,6 +584,13 @@ func (l *Log) commit(batch []*op) error {
 		l.collectLocked()
 	}
 	l.mu.Unlock()
+	l.pmu.Lock()
+	seg.zeroed = max(seg.zeroed, off)
+	pre := l.prealloc
+	l.pmu.Unlock()
+	if pre {
+		l.maybeExtend(seg)
+	}
 	return nil
 }
 
@@ -529,11 +640,12 @@ func (l *Log) collectLocked() {
 
 // Stats are counters of the writer since Open.
 type Stats struct {
-	Batches         uint64 // writes (each one write + one fdatasync)
-	Ops             uint64 // replica requests committed (appends and truncations)
-	Syncs           uint64 // fdatasyncs
-	Bytes           uint64 // bytes written
-	Segments        int    // segment files now
+	Batches         uint64        // writes (each one write + one fdatasync)
+	Ops             uint64        // replica requests committed (appends and truncations)
+	Syncs           uint64        // fdatasyncs
+	Bytes           uint64        // bytes written
+	WriteTime       time.Duration // spent in the writes and their fdatasyncs
+	Segments        int           // segment files now
 	SegmentsDeleted uint64
 	Logs            int // replica logs known (open or not)
 }
@@ -545,7 +657,7 @@ func (l *Log) Stats() Stats {
 	l.mu.RUnlock()
 	return Stats{
 		Batches: l.stats.batches.Load(), Ops: l.stats.ops.Load(), Syncs: l.stats.syncs.Load(),
-		Bytes: l.stats.bytes.Load(), Segments: segs, SegmentsDeleted: l.stats.segmentsDeleted.Load(), Logs: logs,
+		Bytes: l.stats.bytes.Load(), WriteTime: time.Duration(l.stats.writeNanos.Load()), Segments: segs, SegmentsDeleted: l.stats.segmentsDeleted.Load(), Logs: logs,
 	}
 }
 
@@ -561,6 +673,7 @@ func (l *Log) Close() error {
 	}
 	l.qcond.Broadcast()
 	<-l.done
+	l.waitExtension()
 	return l.closeFiles()
 }
 

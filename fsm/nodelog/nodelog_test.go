@@ -309,9 +309,9 @@ func TestTornTailIsCutAndDamageElsewhereRefused(t *testing.T) {
 		t.Fatalf("want several segments, have %d", len(segs))
 	}
 	lastSeg := segs[len(segs)-1]
-	st, _ := os.Stat(lastSeg)
+	orig, _ := os.ReadFile(lastSeg)
 	for _, tail := range [][]byte{
-		bytes.Repeat([]byte{0}, 100),                   // preallocated zeros
+		bytes.Repeat([]byte{0}, 100),                   // zero-filled space ahead of the writer
 		[]byte("garbage that is no record"),            // junk
 		encodeEntry(nil, 1, entry(999, 1, "cut"))[:30], // a record cut off mid-write
 	} {
@@ -323,8 +323,15 @@ func TestTornTailIsCutAndDamageElsewhereRefused(t *testing.T) {
 		check(t, "after a torn tail", r, m)
 		r.Close()
 		l.Close()
-		if st2, _ := os.Stat(lastSeg); st2.Size() != st.Size() {
-			t.Fatalf("torn tail not cut: %d bytes, want %d", st2.Size(), st.Size())
+		// The records are untouched; what follows them is zeros (kept as
+		// preallocated space) or cut off.
+		got, _ := os.ReadFile(lastSeg)
+		if len(got) > len(orig)+len(tail) || !bytes.Equal(got[:min(len(got), len(orig))], orig[:min(len(got), len(orig))]) ||
+			!bytes.Equal(bytes.Trim(got[min(len(got), len(orig)):], "\x00"), nil) {
+			t.Fatalf("tail %q: the segment was not restored (%d bytes, had %d)", tail, len(got), len(orig))
+		}
+		if bytes.Contains(got, tail) && tail[0] != 0 {
+			t.Fatalf("torn tail %q not cut", tail)
 		}
 	}
 	// A flipped byte inside an older segment.
@@ -365,6 +372,11 @@ func TestGroupCommit(t *testing.T) {
 	}
 	st := l.Stats()
 	t.Logf("%d appends in %d writes (%d fdatasyncs)", st.Ops, st.Batches, st.Syncs)
+	l.waitExtension()
+	segs, _ := filepath.Glob(filepath.Join(dir, "log", "*.seg"))
+	if fi, err := os.Stat(segs[len(segs)-1]); err != nil || fi.Size() < int64(st.Bytes)+preallocChunk/2 {
+		t.Fatalf("no zero-filled space ahead of the writer: segment %v, %d bytes written", fi, st.Bytes)
+	}
 	if st.Ops != writers*each || st.Syncs != st.Batches {
 		t.Fatalf("stats %+v", st)
 	}
