@@ -63,14 +63,18 @@ func NewHistogram(bounds []float64) *Histogram {
 }
 
 // Observe records v.
-func (h *Histogram) Observe(v float64) {
+func (h *Histogram) Observe(v float64) { h.ObserveN(v, 1) }
+
+// ObserveN records v n times.
+func (h *Histogram) ObserveN(v float64, n uint64) {
 	if i := sort.SearchFloat64s(h.bounds, v); i < len(h.counts) {
-		h.counts[i].Add(1)
+		h.counts[i].Add(n)
 	}
-	h.count.Add(1)
+	h.count.Add(n)
+	sum := v * float64(n)
 	for {
 		old := h.sum.Load()
-		if h.sum.CompareAndSwap(old, math.Float64bits(math.Float64frombits(old)+v)) {
+		if h.sum.CompareAndSwap(old, math.Float64bits(math.Float64frombits(old)+sum)) {
 			return
 		}
 	}

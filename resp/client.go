@@ -30,6 +30,9 @@ type client struct {
 	lastCmdName string
 
 	waitTimer *time.Timer // bounds the pipeline's waits for writes (server.go replyOf)
+	enc       []byte      // reply encoding buffer (write)
+	pipe      pipeBufs    // runPipeline's buffers (server.go)
+	batching  bool        // in runPipeline, which sets lastAt once at its end
 
 	multi    *multiState // non-nil between MULTI and EXEC/DISCARD
 	lastExec [][][]byte  // the commands of the last EXEC (for forwarding)
@@ -69,14 +72,25 @@ func newClient(id int64, rc redcon.Conn) *client {
 // write appends r to the connection's output buffer (flushed by redcon
 // after the pipeline, or by flushNow).
 func (c *client) write(r reply, proto int) {
-	c.writeRaw(AppendReply(nil, r, proto))
+	// Encoded in a buffer of the connection's (WriteRaw copies it), kept
+	// unless a large reply grew it.
+	c.enc = AppendReply(c.enc[:0], r, proto)
+	c.writeRaw(c.enc)
+	if cap(c.enc) > maxEncBuf {
+		c.enc = nil
+	}
 }
+
+// maxEncBuf is the largest reply encoding buffer a connection keeps.
+const maxEncBuf = 16 << 10
 
 // writeRaw appends an already encoded reply (a forwarded one).
 // Past the output buffer limit the reply is dropped and the connection
 // closed.
 func (c *client) writeRaw(raw []byte) {
-	c.lastAt.Store(time.Now().UnixMilli())
+	if !c.batching {
+		c.lastAt.Store(time.Now().UnixMilli())
+	}
 	if c.out != nil && !c.out.reserve(len(raw)) {
 		c.close()
 		return

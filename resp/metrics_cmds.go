@@ -35,6 +35,11 @@ func newCmdMetrics() *cmdMetrics {
 // observe records one command named name (a table name) that started at
 // start. Safe on a nil receiver (servers built without New).
 func (m *cmdMetrics) observe(name string, start time.Time) {
+	m.observeN(name, time.Since(start), 1)
+}
+
+// observeN records n commands named name that each took d.
+func (m *cmdMetrics) observeN(name string, d time.Duration, n int) {
 	if m == nil {
 		return
 	}
@@ -42,7 +47,7 @@ func (m *cmdMetrics) observe(name string, start time.Time) {
 	if !ok {
 		cm = m.byName["unknown"]
 	}
-	cm.calls.Add(1)
+	cm.calls.Add(uint64(n))
 	h := cm.once.Load()
 	if h == nil {
 		h = NewHist(LatencyBuckets)
@@ -50,7 +55,7 @@ func (m *cmdMetrics) observe(name string, start time.Time) {
 			h = cm.once.Load()
 		}
 	}
-	h.Observe(time.Since(start).Seconds())
+	h.ObserveN(d.Seconds(), uint64(n))
 }
 
 // observeArgv records a command given by its arguments.

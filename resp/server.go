@@ -281,12 +281,31 @@ func (s *Server) serveRESP(rc redcon.Conn, first redcon.Command) {
 	defer s.inflight.Done()
 
 	cmds := rc.ReadPipeline()
-	argvs := make([][][]byte, 0, len(cmds)+1)
-	argvs = append(argvs, first.Args)
+	argvs := append(c.pipe.argvs[:0], first.Args)
 	for _, cmd := range cmds {
 		argvs = append(argvs, cmd.Args)
 	}
 	s.runPipeline(c, argvs)
+	clear(argvs)
+	c.pipe.argvs = keepSmall(argvs)
+}
+
+// pipeBufs are a connection's buffers for runPipeline, kept from one
+// pipeline to the next (its own goroutine only). They are cleared after
+// use, so that they hold no command or reply.
+type pipeBufs struct {
+	argvs      [][][]byte
+	queue, run []pending
+}
+
+// maxKeptPipe is the longest pipeline buffer a connection keeps.
+const maxKeptPipe = 1024
+
+func keepSmall[T any](b []T) []T {
+	if cap(b) > maxKeptPipe {
+		return nil
+	}
+	return b[:0]
 }
 
 // maxArgs is Redis's limit on a multibulk count (INT_MAX).
@@ -321,11 +340,53 @@ const (
 // one log entry, and a failing command does not stop the others (as in
 // EXEC), so each command's reply is what it would have been on its own.
 func (s *Server) runPipeline(c *client, argvs [][][]byte) {
-	var queue []pending
+	// The clock is read once for the commands taken in without anything
+	// waiting in between (fresh), and once per answered unit: a unit's
+	// commands end together, and they are counted in the command metrics
+	// together.
+	var (
+		start time.Time
+		fresh bool
+	)
+	now := func() time.Time {
+		if !fresh {
+			start, fresh = time.Now(), true
+		}
+		return start
+	}
+	// The connection's last interaction (CLIENT LIST idle) is set when the
+	// pipeline arrives and after it, instead of at each reply.
+	c.batching = true
+	c.lastAt.Store(now().UnixMilli())
+	queue := c.pipe.queue[:0]
 	waitAll := func() {
+		if len(queue) == 0 {
+			return
+		}
+		fresh = false
+		var (
+			lastFut futureLike
+			end     time.Time
+			obs     pending // the commands counted together: name, start
+			obsN    int
+		)
+		observe := func() {
+			if obsN > 0 {
+				s.cmdm.observeN(obs.name, end.Sub(obs.start), obsN)
+				obsN = 0
+			}
+		}
 		for _, p := range queue {
 			r := s.replyOf(c, p.fut, p.slot, p.idx, p.n)
-			s.cmdm.observe(p.name, p.start)
+			if p.fut != lastFut {
+				observe()
+				lastFut, end = p.fut, time.Now()
+			}
+			if obsN > 0 && (p.name != obs.name || !p.start.Equal(obs.start)) {
+				observe()
+			}
+			obs.name, obs.start = p.name, p.start
+			obsN++
 			if p.sem != nil {
 				<-p.sem
 			}
@@ -335,11 +396,13 @@ func (s *Server) runPipeline(c *client, argvs [][][]byte) {
 			}
 			c.write(r, p.proto)
 		}
+		observe()
+		clear(queue)
 		queue = queue[:0]
 	}
 	// run holds the writes not submitted yet: consecutive, to one shard.
 	var (
-		run      []pending
+		run      = c.pipe.run[:0]
 		runShard int
 		runBytes int
 	)
@@ -347,6 +410,7 @@ func (s *Server) runPipeline(c *client, argvs [][][]byte) {
 		if len(run) == 0 {
 			return
 		}
+		fresh = false
 		// Backpressure: at most MaxInFlight submissions per shard wait in
 		// the shard's queue. Never block while holding permits (answer the
 		// submitted writes first), so connections cannot deadlock on each
@@ -368,6 +432,7 @@ func (s *Server) runPipeline(c *client, argvs [][][]byte) {
 		}
 		run[0].sem = sem
 		queue = append(queue, run...)
+		clear(run)
 		run, runBytes = run[:0], 0
 	}
 	flush := func() {
@@ -378,6 +443,9 @@ func (s *Server) runPipeline(c *client, argvs [][][]byte) {
 	// per run of reads on the same shard.
 	var reads []pendingRead
 	flushReads := func() {
+		if len(reads) > 0 {
+			fresh = false
+		}
 		for i := 0; i < len(reads); {
 			j := i + 1
 			for j < len(reads) && reads[j].shard == reads[i].shard {
@@ -409,13 +477,19 @@ func (s *Server) runPipeline(c *client, argvs [][][]byte) {
 		}
 		reads = reads[:0]
 	}
-	defer func() { flushReads(); flush() }()
+	defer func() {
+		flushReads()
+		flush()
+		c.pipe.queue, c.pipe.run = keepSmall(queue), keepSmall(run)
+		c.batching = false
+		c.lastAt.Store(time.Now().UnixMilli())
+	}()
 	for _, argv := range argvs {
 		if c.isClosed() {
 			return
 		}
 		s.stats.commands.Add(1)
-		start := time.Now()
+		start := now()
 		if len(argv) > maxArgs {
 			flush()
 			flushReads()
@@ -452,6 +526,7 @@ func (s *Server) runPipeline(c *client, argvs [][][]byte) {
 		}
 		flush()
 		flushReads()
+		fresh = false
 		r := s.exec(c, argv)
 		c.publish()
 		if !isBlocking(argv) {
@@ -693,7 +768,14 @@ func (s *Server) waitOne(f futureLike, slot int) reply {
 // without keys, and CROSSSLOT when keys live in different shards.
 func (s *Server) route(cmd *Command, argv [][]byte) (shard, slot int, er *errReply) {
 	shard, slot = -1, -1
-	for _, i := range cmd.Keys(argv) {
+	var buf [8]int // the usual command's key positions: no allocation
+	var keys []int
+	if cmd.StreamsKeyword {
+		keys = cmd.Keys(argv)
+	} else {
+		keys = cmd.appendKeys(buf[:0], argv)
+	}
+	for _, i := range keys {
 		sl := slotOf(argv[i])
 		sh := s.be.ShardOfSlot(sl)
 		if shard >= 0 && sh != shard {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // Kind says where a command runs.
@@ -100,18 +101,23 @@ func (cmd *Command) Keys(argv [][]byte) []int {
 		}
 		return nil
 	}
+	return cmd.appendKeys(nil, argv)
+}
+
+// appendKeys appends the positions of argv's fixed-position keys (Keys
+// for a command without StreamsKeyword) to dst.
+func (cmd *Command) appendKeys(dst []int, argv [][]byte) []int {
 	if cmd.First == 0 {
-		return nil
+		return dst
 	}
 	last := cmd.Last
 	if last < 0 {
 		last = len(argv) + last
 	}
-	var out []int
 	for i := cmd.First; i <= last && i < len(argv); i += cmd.Step {
-		out = append(out, i)
+		dst = append(dst, i)
 	}
-	return out
+	return dst
 }
 
 // arityOK reports whether n arguments (including the name) satisfy arity.
@@ -305,26 +311,48 @@ func init() {
 // containers. It returns a Redis error reply for unknown commands and
 // subcommands and for arity mismatches.
 func lookup(argv [][]byte) (*Command, *errReply) {
-	name := strings.ToLower(string(argv[0]))
-	cmd, ok := table[name]
+	var buf [32]byte
+	lname := lowerName(&buf, argv[0])
+	cmd, ok := table[string(lname)]
 	if !ok {
 		return nil, unknownCommand(argv)
 	}
 	if cmd.Sub != nil && !(cmd.Kind == KindLocal && len(argv) == 1) {
 		if len(argv) < 2 {
-			return nil, wrongArity(name)
+			return nil, wrongArity(string(lname))
 		}
-		s, ok := cmd.Sub[strings.ToLower(string(argv[1]))]
+		var sbuf [32]byte
+		s, ok := cmd.Sub[string(lowerName(&sbuf, argv[1]))]
 		if !ok {
-			return nil, errorf("ERR unknown subcommand '%.128s'. Try %s HELP.", argv[1], strings.ToUpper(name))
+			return nil, errorf("ERR unknown subcommand '%.128s'. Try %s HELP.", argv[1], strings.ToUpper(string(lname)))
 		}
-		cmd = s
-		name = s.Name
+		if !arityOK(s.Arity, len(argv)) {
+			return nil, wrongArity(s.Name)
+		}
+		return s, nil
 	}
 	if !arityOK(cmd.Arity, len(argv)) {
-		return nil, wrongArity(name)
+		return nil, wrongArity(string(lname))
 	}
 	return cmd, nil
+}
+
+// lowerName is strings.ToLower(string(b)) as bytes, in buf for a short
+// ASCII name, so that a table lookup (m[string(…)]) allocates nothing.
+func lowerName(buf *[32]byte, b []byte) []byte {
+	if len(b) > len(buf) {
+		return []byte(strings.ToLower(string(b)))
+	}
+	for i, c := range b {
+		if c >= utf8.RuneSelf {
+			return []byte(strings.ToLower(string(b)))
+		}
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	return buf[:len(b)]
 }
 
 // unknownCommand is Redis's error for an unknown command name, quoting up to
