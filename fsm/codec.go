@@ -93,7 +93,7 @@ func unitSize(u Unit) int {
 // DecodeBatch decodes one entry. It never panics and never allocates more
 // than a small multiple of len(data), whatever the input; errors wrap
 // ErrCorruptEntry. The returned arguments do not alias data (the engine may
-// keep them); each command's arguments share one allocation.
+// keep them); each unit's arguments share one allocation.
 func DecodeBatch(data []byte) (*Batch, error) {
 	if len(data) < entryHeader {
 		return nil, fmt.Errorf("%w: %d bytes", ErrCorruptEntry, len(data))
@@ -116,12 +116,7 @@ func DecodeBatch(data []byte) (*Batch, error) {
 	nunits := d.count(1)
 	b := &Batch{TS: int64(ts), Units: make([]Unit, 0, nunits)}
 	for i := 0; i < nunits && d.err == nil; i++ {
-		ncmds := d.count(2)
-		u := make(Unit, 0, ncmds)
-		for j := 0; j < ncmds && d.err == nil; j++ {
-			u = append(u, d.command())
-		}
-		b.Units = append(b.Units, u)
+		b.Units = append(b.Units, d.unit(d.count(2)))
 	}
 	if d.err == nil && len(d.buf) != 0 {
 		d.fail(fmt.Sprintf("%d trailing bytes", len(d.buf)))
@@ -168,36 +163,51 @@ func (d *decoder) count(min int) int {
 	return int(v)
 }
 
-// command reads one argv, copying its arguments into one fresh buffer.
-func (d *decoder) command() [][]byte {
-	argc := d.count(1)
-	if d.err == nil && argc == 0 {
-		d.fail("command with no arguments")
-	}
+// unit reads the ncmds commands of a unit, copying their arguments into
+// one fresh buffer, with one slice backing every command's argv.
+func (d *decoder) unit(ncmds int) Unit {
 	if d.err != nil {
 		return nil
 	}
-	// First pass: validate lengths and size the buffer.
-	scan, total := d.buf, 0
-	for i := 0; i < argc; i++ {
-		l, n := binary.Uvarint(scan)
-		if n <= 0 || n != uvarintLen(l) || l > uint64(len(scan)-n) {
-			d.fail("bad argument length")
-			return nil
+	// First pass: validate the commands and size the buffers.
+	scan := decoder{buf: d.buf}
+	nargs, total := 0, 0
+	for j := 0; j < ncmds && scan.err == nil; j++ {
+		argc := scan.count(1)
+		if scan.err == nil && argc == 0 {
+			scan.fail("command with no arguments")
 		}
-		scan = scan[n+int(l):]
-		total += int(l)
+		for i := 0; i < argc && scan.err == nil; i++ {
+			l, n := binary.Uvarint(scan.buf)
+			if n <= 0 || n != uvarintLen(l) || l > uint64(len(scan.buf)-n) {
+				scan.fail("bad argument length")
+				break
+			}
+			scan.buf = scan.buf[n+int(l):]
+			total += int(l)
+		}
+		nargs += argc
 	}
-	mem := make([]byte, 0, total)
-	argv := make([][]byte, argc)
-	for i := range argv {
-		l, n := binary.Uvarint(d.buf)
-		start := len(mem)
-		mem = append(mem, d.buf[n:n+int(l)]...)
-		argv[i] = mem[start:len(mem):len(mem)]
-		d.buf = d.buf[n+int(l):]
+	if scan.err != nil {
+		d.err, d.buf = scan.err, nil
+		return nil
 	}
-	return argv
+	mem := make([]byte, total)
+	args := make([][]byte, nargs)
+	u := make(Unit, ncmds)
+	for j := range u {
+		argc := int(d.uvarint())
+		argv := args[:argc:argc]
+		args = args[argc:]
+		for i := range argv {
+			l := int(d.uvarint())
+			copy(mem, d.buf[:l])
+			argv[i] = mem[:l:l]
+			mem, d.buf = mem[l:], d.buf[l:]
+		}
+		u[j] = argv
+	}
+	return u
 }
 
 // uvarintLen is the length of v's minimal uvarint encoding; the decoder
