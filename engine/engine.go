@@ -38,6 +38,25 @@ type Engine struct {
 	// in first-touch order, for waking blocked readers.
 	signaled    []string
 	signaledSet map[string]struct{}
+	// ids is where idReply writes the IDs it returns: a chunk shared by
+	// many replies, each a full slice of its own part (never written
+	// again).
+	ids []byte
+}
+
+// idChunk is the size of the chunks idReply takes its replies from.
+const idChunk = 4096
+
+// idReply is id as a bulk reply, carved from a shared chunk instead of an
+// allocation of its own (XADD's reply).
+func (e *Engine) idReply(id ID) BulkString {
+	const maxLen = 20 + 1 + 20
+	if cap(e.ids)-len(e.ids) < maxLen {
+		e.ids = make([]byte, 0, idChunk)
+	}
+	start := len(e.ids)
+	e.ids = id.Append(e.ids)
+	return BulkString(e.ids[start:len(e.ids):len(e.ids)])
 }
 
 // New returns an empty engine.

@@ -268,7 +268,7 @@ func cmdXAdd(e *Engine, now int64, argv [][]byte) Reply {
 			s.idmp.expire(now, e.cfg)
 			if id, ok := s.idmp.lookup(pid, iid); ok {
 				s.idmp.dups++
-				return BulkString(id.Append(make([]byte, 0, 24)))
+				return e.idReply(id)
 			}
 		}
 	}
@@ -327,7 +327,7 @@ func cmdXAdd(e *Engine, now int64, argv [][]byte) Reply {
 		s.trim(&a.trim)
 	}
 	e.signalBytes(argv[1])
-	return BulkString(id.Append(make([]byte, 0, 24)))
+	return e.idReply(id)
 }
 
 // nextID is streamNextID: the wall clock now if it is ahead of last,
