@@ -105,12 +105,15 @@ func (c *limitConn) Write(p []byte) (int, error) {
 		_ = c.Conn.SetWriteDeadline(time.Now().Add(c.lim.WriteTimeout))
 	}
 	n, err := c.Conn.Write(p)
-	var ne net.Error
-	if err != nil && errors.As(err, &ne) && ne.Timeout() {
-		// Dropping a stalled reader: discard what the kernel still holds
-		// for it (reset) rather than keep it queued.
-		if tc, ok := c.Conn.(*net.TCPConn); ok {
-			_ = tc.SetLinger(0)
+	if err != nil {
+		// (ne is declared here: errors.As moves it to the heap.)
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			// Dropping a stalled reader: discard what the kernel still
+			// holds for it (reset) rather than keep it queued.
+			if tc, ok := c.Conn.(*net.TCPConn); ok {
+				_ = tc.SetLinger(0)
+			}
 		}
 	}
 	return n, err
