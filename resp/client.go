@@ -29,7 +29,7 @@ type client struct {
 	lastCmd     []byte
 	lastCmdName string
 
-	waitTimer *time.Timer // bounds the pipeline's waits for writes (server.go replyOf)
+	waitTimer *time.Timer // bounds the pipeline's waits for writes (server.go waitFutureTimer)
 	enc       []byte      // reply encoding buffer (write)
 	pipe      pipeBufs    // runPipeline's buffers (server.go)
 	batching  bool        // in runPipeline, which sets lastAt once at its end

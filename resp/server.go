@@ -366,6 +366,8 @@ func (s *Server) runPipeline(c *client, argvs [][][]byte) {
 		fresh = false
 		var (
 			lastFut futureLike
+			rs      []engine.Reply // lastFut's outcome
+			rerr    error
 			end     time.Time
 			obs     pending // the commands counted together: name, start
 			obsN    int
@@ -377,11 +379,13 @@ func (s *Server) runPipeline(c *client, argvs [][][]byte) {
 			}
 		}
 		for _, p := range queue {
-			r := s.replyOf(c, p.fut, p.slot, p.idx, p.n)
 			if p.fut != lastFut {
+				// A unit's first command: wait for it once.
 				observe()
+				rs, rerr = s.waitFutureTimer(c, p.fut)
 				lastFut, end = p.fut, time.Now()
 			}
+			r := s.unitReply(rs, rerr, p.slot, p.idx, p.n)
 			if obsN > 0 && (p.name != obs.name || !p.start.Equal(obs.start)) {
 				observe()
 			}
@@ -710,10 +714,9 @@ func (s *Server) waitReply(f futureLike, slot, idx, n int) reply {
 	return rs[idx]
 }
 
-// replyOf is waitReply for the connection's own pipeline: a wait that
-// blocks uses the connection's timer instead of a new context and timer.
-func (s *Server) replyOf(c *client, f futureLike, slot, idx, n int) reply {
-	rs, err := s.waitFutureTimer(c, f)
+// unitReply maps the outcome of a unit of n commands (waitFutureTimer's)
+// to the reply of its command idx.
+func (s *Server) unitReply(rs []engine.Reply, err error, slot, idx, n int) reply {
 	if err != nil {
 		return s.mapError(err, slot)
 	}
