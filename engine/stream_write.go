@@ -10,12 +10,16 @@ func init() {
 	register("xdel", cmdXDel)
 	register("xtrim", cmdXTrim)
 	register("xsetid", cmdXSetID)
-	registerValidator("xadd", func(argv [][]byte) *Error { _, err := xaddSyntax(argv); return err })
+	registerValidator("xadd", func(argv [][]byte) *Error {
+		var a addArgs
+		return xaddSyntax(&a, argv)
+	})
 	registerValidator("xtrim", func(argv [][]byte) *Error {
 		if len(argv) < 4 {
 			return WrongArity("xtrim")
 		}
-		_, _, err := parseAddOrTrim(argv, false)
+		var a addArgs
+		_, err := parseAddOrTrim(&a, argv, false)
 		return err
 	})
 	// XDEL looks the key up before parsing IDs (a missing key replies 0
@@ -89,20 +93,20 @@ type addArgs struct {
 	idmpIID   []byte
 }
 
-// parseAddOrTrim is streamParseAddOrTrimArgsOrReply: it returns the parsed
-// trimming options and, for XADD, the position of the ID argument.
-func parseAddOrTrim(argv [][]byte, xadd bool) (addArgs, int, *Error) {
-	var a addArgs
+// parseAddOrTrim is streamParseAddOrTrimArgsOrReply: it fills a (zero) with
+// the parsed trimming options and returns, for XADD, the position of the ID
+// argument.
+func parseAddOrTrim(a *addArgs, argv [][]byte, xadd bool) (int, *Error) {
 	i := 2
 	for ; i < len(argv); i++ {
 		more := len(argv) - 1 - i
 		opt := argv[i]
 		switch {
 		case xadd && len(opt) == 1 && opt[0] == '*':
-			return a, i, a.checkTrim(xadd)
+			return i, a.checkTrim(xadd)
 		case eqFold(opt, "MAXLEN") && more > 0, eqFold(opt, "MINID") && more > 0:
 			if a.trim.strategy != trimNone {
-				return a, 0, errTrimBoth
+				return 0, errTrimBoth
 			}
 			a.trim.approx = false
 			next := argv[i+1]
@@ -115,16 +119,16 @@ func parseAddOrTrim(argv [][]byte, xadd bool) (addArgs, int, *Error) {
 			if eqFold(opt, "MAXLEN") {
 				v, err := parseInt(argv[i+1])
 				if err != nil {
-					return a, 0, err
+					return 0, err
 				}
 				if v < 0 {
-					return a, 0, errMaxLenNegative
+					return 0, errMaxLenNegative
 				}
 				a.trim.maxLen, a.trim.strategy = v, trimMaxLen
 			} else {
 				id, err := parseStrictID(argv[i+1], 0)
 				if err != nil {
-					return a, 0, err
+					return 0, err
 				}
 				a.trim.minID, a.trim.strategy = id, trimMinID
 			}
@@ -132,10 +136,10 @@ func parseAddOrTrim(argv [][]byte, xadd bool) (addArgs, int, *Error) {
 		case eqFold(opt, "LIMIT") && more > 0:
 			v, err := parseInt(argv[i+1])
 			if err != nil {
-				return a, 0, err
+				return 0, err
 			}
 			if v < 0 {
-				return a, 0, errLimitNegative
+				return 0, errLimitNegative
 			}
 			a.trim.limit, a.trim.limitGiven = v, true
 			i++
@@ -148,22 +152,22 @@ func parseAddOrTrim(argv [][]byte, xadd bool) (addArgs, int, *Error) {
 		case xadd && eqFold(opt, "IDMPAUTO") && more > 0:
 			// Redis 8.6 (idmp.go), with t_stream.c's error texts.
 			if a.idmpGiven {
-				return a, 0, errIdmpTwice
+				return 0, errIdmpTwice
 			}
 			if len(argv[i+1]) == 0 {
-				return a, 0, errIdmpAutoEmptyPID
+				return 0, errIdmpAutoEmptyPID
 			}
 			a.idmpGiven, a.idmpPID = true, argv[i+1]
 			i++
 		case xadd && eqFold(opt, "IDMP") && more >= 2:
 			if a.idmpGiven {
-				return a, 0, errIdmpTwice
+				return 0, errIdmpTwice
 			}
 			if len(argv[i+1]) == 0 {
-				return a, 0, errIdmpEmptyPID
+				return 0, errIdmpEmptyPID
 			}
 			if len(argv[i+2]) == 0 {
-				return a, 0, errIdmpEmptyIID
+				return 0, errIdmpEmptyIID
 			}
 			a.idmpGiven, a.idmpPID, a.idmpIID = true, argv[i+1], argv[i+2]
 			i += 2
@@ -172,19 +176,19 @@ func parseAddOrTrim(argv [][]byte, xadd bool) (addArgs, int, *Error) {
 		case xadd:
 			id, seqGiven, err := parseXAddID(opt)
 			if err != nil {
-				return a, 0, err
+				return 0, err
 			}
 			if a.idmpGiven {
 				// Checked here, before the arity of the fields.
-				return a, 0, errIdmpExplicitID
+				return 0, errIdmpExplicitID
 			}
 			a.id, a.seqGiven, a.idGiven = id, seqGiven, true
-			return a, i, a.checkTrim(xadd)
+			return i, a.checkTrim(xadd)
 		default:
-			return a, 0, ErrSyntax
+			return 0, ErrSyntax
 		}
 	}
-	return a, i, a.checkTrim(xadd)
+	return i, a.checkTrim(xadd)
 }
 
 func (a *addArgs) checkTrim(xadd bool) *Error {
@@ -221,28 +225,30 @@ func (t *trimArgs) applyDefaultLimit(cfg Config) {
 
 // xaddSyntax parses XADD key [NOMKSTREAM] [MAXLEN|MINID [=|~] thr [LIMIT n]]
 // *|id field value [field value ...].
-func xaddSyntax(argv [][]byte) (addArgs, *Error) {
+// It fills a (zero), which is passed by pointer: the options are copied
+// nowhere on the path of every XADD (validated and executed).
+func xaddSyntax(a *addArgs, argv [][]byte) *Error {
 	if len(argv) < 5 {
-		return addArgs{}, WrongArity("xadd")
+		return WrongArity("xadd")
 	}
-	a, idpos, err := parseAddOrTrim(argv, true)
+	idpos, err := parseAddOrTrim(a, argv, true)
 	if err != nil {
-		return a, err
+		return err
 	}
 	fp := idpos + 1
 	if len(argv)-fp < 2 || (len(argv)-fp)%2 == 1 {
-		return a, WrongArity("xadd")
+		return WrongArity("xadd")
 	}
 	if a.idGiven && a.seqGiven && a.id.IsZero() {
-		return a, ErrXAddIDZero
+		return ErrXAddIDZero
 	}
 	a.fields = argv[fp:]
-	return a, nil
+	return nil
 }
 
 func cmdXAdd(e *Engine, now int64, argv [][]byte) Reply {
-	a, err := xaddSyntax(argv)
-	if err != nil {
+	var a addArgs
+	if err := xaddSyntax(&a, argv); err != nil {
 		return err
 	}
 	var s *Stream
@@ -402,8 +408,8 @@ func cmdXTrim(e *Engine, now int64, argv [][]byte) Reply {
 	if len(argv) < 4 {
 		return WrongArity("xtrim")
 	}
-	a, _, err := parseAddOrTrim(argv, false)
-	if err != nil {
+	var a addArgs
+	if _, err := parseAddOrTrim(&a, argv, false); err != nil {
 		return err
 	}
 	s, werr := e.lookupStream(argv[1])
