@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"slices"
 )
 
 // Log entry format, version 1. Every raft.LogCommand entry of a shard holds
@@ -57,6 +58,7 @@ func EncodeBatch(dst []byte, b *Batch) []byte {
 		panic("fsm: negative batch timestamp")
 	}
 	start := len(dst)
+	dst = slices.Grow(dst, encodedSize(b))
 	dst = append(dst, EntryVersion, 0, 0, 0, 0)
 	dst = binary.AppendUvarint(dst, uint64(b.TS))
 	dst = binary.AppendUvarint(dst, uint64(len(b.Units)))
@@ -76,6 +78,22 @@ func EncodeBatch(dst []byte, b *Batch) []byte {
 	crc := crcOf(dst[start+entryHeader:])
 	binary.BigEndian.PutUint32(dst[start+1:], crc)
 	return dst
+}
+
+// encodedSize is the length of b's encoding (EncodeBatch sizes its buffer
+// with it, so that a large entry is not grown by copies).
+func encodedSize(b *Batch) int {
+	n := entryHeader + uvarintLen(uint64(b.TS)) + uvarintLen(uint64(len(b.Units)))
+	for _, u := range b.Units {
+		n += uvarintLen(uint64(len(u)))
+		for _, cmd := range u {
+			n += uvarintLen(uint64(len(cmd)))
+			for _, arg := range cmd {
+				n += uvarintLen(uint64(len(arg))) + len(arg)
+			}
+		}
+	}
+	return n
 }
 
 // unitSize is the number of argument bytes a unit adds to an entry, for

@@ -169,3 +169,20 @@ func TestDecodeAllocs(t *testing.T) {
 		t.Fatalf("%.1f allocations to decode one unit of 16 commands, want 5", avg)
 	}
 }
+
+// TestEncodeSizesItsBuffer: EncodeBatch allocates the entry once, at its
+// final size (it grew it by appends, copying it several times).
+func TestEncodeSizesItsBuffer(t *testing.T) {
+	u := make(Unit, 256)
+	for i := range u {
+		u[i] = cmd("XADD", "s", "*", "customer", "c0000001", "amount", "10000")
+	}
+	b := &Batch{TS: 1 << 40, Units: []Unit{u, u[:3]}}
+	var data []byte
+	if avg := testing.AllocsPerRun(100, func() { data = EncodeBatch(nil, b) }); avg != 1 {
+		t.Fatalf("%.1f allocations to encode an entry", avg)
+	}
+	if len(data) != encodedSize(b) {
+		t.Fatalf("encoded %d bytes, encodedSize %d", len(data), encodedSize(b))
+	}
+}
