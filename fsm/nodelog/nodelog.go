@@ -68,6 +68,8 @@ type Options struct {
 	// NoPreallocate turns off zero-filling segment space ahead of the
 	// writer (see preallocChunk).
 	NoPreallocate bool
+
+	noRelocate bool // tests: keep old segments that logs need
 }
 
 // preallocChunk is how much zero-filled space a background goroutine adds
@@ -91,6 +93,12 @@ const (
 	kindEntry byte = 1 // payload: an entry (see appendEntry)
 	kindHead  byte = 2 // payload: u64 new first index (entries before it dropped)
 	kindTail  byte = 3 // payload: u64 new last index (entries after it dropped)
+	// kindCopy is an entry record carried forward out of an old segment
+	// (relocate); it takes effect only with the kindMoved record after it.
+	kindCopy byte = 5
+	// kindMoved: payload u64 first index, u64 count: the log now consists of
+	// the count kindCopy records of this log just before it.
+	kindMoved byte = 6
 )
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
@@ -124,12 +132,15 @@ type Log struct {
 	failed atomic.Pointer[error] // the first write error: every later write fails with it
 	wbuf   []byte                // the writer's batch buffer
 
+	relocatedFor uint64 // the active segment when relocation was last planned
+	noRelocate   bool
+
 	prealloc bool
 	pmu      sync.Mutex    // guards the active segment's zeroed and extending
 	extDone  chan struct{} // closed when the running extension ends; nil if none
 
 	stats struct {
-		batches, ops, syncs, bytes, segmentsDeleted, writeNanos atomic.Uint64
+		batches, ops, syncs, bytes, segmentsDeleted, writeNanos, relocated atomic.Uint64
 	}
 }
 
@@ -192,7 +203,7 @@ func Open(opts Options) (*Log, error) {
 		return nil, fmt.Errorf("nodelog: %w", err)
 	}
 	l := &Log{
-		dir: opts.Dir, segBytes: opts.SegmentBytes, noSync: opts.NoSync, log: opts.Logger, prealloc: !opts.NoPreallocate,
+		dir: opts.Dir, segBytes: opts.SegmentBytes, noSync: opts.NoSync, log: opts.Logger, prealloc: !opts.NoPreallocate, noRelocate: opts.noRelocate,
 		logs: make(map[uint64]*rlog), open: make(map[uint64]*Replica), done: make(chan struct{}),
 	}
 	l.qcond = sync.NewCond(&l.qmu)
@@ -350,6 +361,9 @@ func (l *Log) replaySegment(seg *segment) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("nodelog: read %s: %w", segName(seg.seq), err)
 	}
+	// Copies whose kindMoved record has not been seen (yet): a torn
+	// relocation at the end of the log leaves them here, ignored.
+	pend := map[uint64][]loc{}
 	var off int64
 	for {
 		rest := data[off:]
@@ -372,6 +386,14 @@ func (l *Log) replaySegment(seg *segment) (int64, error) {
 		}
 		kind, payload := rec[8], rec[headerLen:]
 		switch kind {
+		case kindCopy:
+			pend[id] = append(pend[id], loc{seq: seg.seq, off: off, n: int32(len(rec))})
+		case kindMoved:
+			if len(payload) < 16 || uint64(len(pend[id])) != binary.LittleEndian.Uint64(payload[8:16]) {
+				return 0, fmt.Errorf("nodelog: %s offset %d: relocation of log %016x does not match its copies", segName(seg.seq), off, id)
+			}
+			r.first, r.locs = binary.LittleEndian.Uint64(payload[0:8]), pend[id]
+			delete(pend, id)
 		case kindEntry:
 			if len(payload) < 8 {
 				return off, nil
@@ -532,6 +554,12 @@ func (l *Log) commit(batch []*op) error {
 		gc = true
 	}
 	buf := l.wbuf[:0]
+	var moves []relocation
+	if len(l.segs) > 2 && l.relocatedFor != seg.seq && !l.noRelocate {
+		l.relocatedFor = seg.seq
+		buf, moves = l.planRelocation(buf)
+		gc = gc || len(moves) > 0
+	}
 	for _, o := range batch {
 		buf = append(buf, o.buf...)
 	}
@@ -565,6 +593,16 @@ func (l *Log) commit(batch []*op) error {
 	// Publish: the records are durable, readers may see them.
 	off := seg.size
 	l.mu.Lock()
+	for _, mv := range moves {
+		locs := make([]loc, len(mv.lens))
+		for i, n := range mv.lens {
+			locs[i] = loc{seq: seg.seq, off: off, n: n}
+			off += int64(n)
+		}
+		mv.r.first, mv.r.locs = mv.first, locs
+		off += mv.tail
+		l.stats.relocated.Add(uint64(len(locs)))
+	}
 	for _, o := range batch {
 		switch o.kind {
 		case kindEntry:
@@ -592,6 +630,93 @@ func (l *Log) commit(batch []*op) error {
 		l.maybeExtend(seg)
 	}
 	return nil
+}
+
+// Relocation. A replica log that stays small and idle (a quiet shard) is
+// never compacted by raft: its few entries would hold the segment they are
+// in, and every segment after it, forever. Once per segment, when the log
+// has more than two segments, the writer carries every small replica log
+// whose first entry lies before the previous segment forward into the
+// current one: copies of its records (kindCopy) and a kindMoved record that
+// makes them the log, written ahead of the batch's own records in the same
+// write. Replay applies a relocation only with its kindMoved record, so a
+// write cut off by a crash leaves the originals in force; the old segments
+// go only after the relocation is durable.
+
+// relocateLogBytes bounds the size of a replica log that is relocated
+// (bigger logs belong to busy shards, which raft compacts after snapshots),
+// relocateBytes the bytes relocated per segment.
+const (
+	relocateLogBytes = 4 << 20
+	relocateBytes    = 16 << 20
+)
+
+// relocation is one replica log carried forward in a write.
+type relocation struct {
+	r     *rlog
+	first uint64
+	lens  []int32 // the copies' lengths, in order
+	tail  int64   // the kindMoved record's length
+}
+
+// planRelocation appends the relocation records of the replica logs that
+// hold old segments to buf. Called by the writer: no replica log changes
+// meanwhile.
+func (l *Log) planRelocation(buf []byte) ([]byte, []relocation) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	prev := l.segs[len(l.segs)-2].seq
+	var moves []relocation
+	budget := int64(relocateBytes)
+	for id, r := range l.logs {
+		if len(r.locs) == 0 || r.locs[0].seq >= prev {
+			continue
+		}
+		var size int64
+		for _, lc := range r.locs {
+			size += int64(lc.n)
+		}
+		if size > relocateLogBytes || size > budget {
+			continue
+		}
+		if _, ok := l.open[id]; !ok && !l.claimed(id) {
+			continue // an orphan: collectLocked forgets it
+		}
+		start := len(buf)
+		mv := relocation{r: r, first: r.first, lens: make([]int32, len(r.locs))}
+		ok := true
+		for i, lc := range r.locs {
+			sg := l.segLocked(lc.seq)
+			n := len(buf)
+			buf = append(buf, make([]byte, lc.n)...)
+			rec := buf[n:]
+			if sg == nil {
+				ok = false
+				break
+			}
+			if _, err := sg.f.ReadAt(rec, lc.off); err != nil || crc32.Checksum(rec[4:], crcTable) != binary.LittleEndian.Uint32(rec[0:4]) || rec[8] != kindEntry && rec[8] != kindCopy {
+				ok = false
+				break
+			}
+			rec[8] = kindCopy
+			binary.LittleEndian.PutUint32(rec[0:4], crc32.Checksum(rec[4:], crcTable))
+			mv.lens[i] = lc.n
+		}
+		if !ok {
+			l.log.Error("cannot carry a replica log forward: a record could not be read back", "log", idName(id))
+			buf = buf[:start]
+			continue
+		}
+		n := len(buf)
+		buf = append(buf, make([]byte, headerLen)...)
+		buf = binary.LittleEndian.AppendUint64(buf, r.first)
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(len(r.locs)))
+		buf = frame(buf, n, kindMoved, id)
+		mv.tail = int64(len(buf) - n)
+		budget -= int64(len(buf) - start)
+		moves = append(moves, mv)
+	}
+	return buf, moves
 }
 
 // fail records err as the log's permanent fault.
@@ -647,7 +772,8 @@ type Stats struct {
 	WriteTime       time.Duration // spent in the writes and their fdatasyncs
 	Segments        int           // segment files now
 	SegmentsDeleted uint64
-	Logs            int // replica logs known (open or not)
+	Relocated       uint64 // entries carried forward out of old segments
+	Logs            int    // replica logs known (open or not)
 }
 
 // Stats returns the writer's counters.
@@ -657,7 +783,7 @@ func (l *Log) Stats() Stats {
 	l.mu.RUnlock()
 	return Stats{
 		Batches: l.stats.batches.Load(), Ops: l.stats.ops.Load(), Syncs: l.stats.syncs.Load(),
-		Bytes: l.stats.bytes.Load(), WriteTime: time.Duration(l.stats.writeNanos.Load()), Segments: segs, SegmentsDeleted: l.stats.segmentsDeleted.Load(), Logs: logs,
+		Bytes: l.stats.bytes.Load(), WriteTime: time.Duration(l.stats.writeNanos.Load()), Segments: segs, SegmentsDeleted: l.stats.segmentsDeleted.Load(), Relocated: l.stats.relocated.Load(), Logs: logs,
 	}
 }
 
@@ -727,7 +853,7 @@ func frame(b []byte, start int, kind byte, id uint64) []byte {
 
 // decodeEntry decodes an entry record into out. Data and Extensions alias rec.
 func decodeEntry(rec []byte, out *raft.Log) error {
-	if len(rec) < headerLen+33 || crc32.Checksum(rec[4:], crcTable) != binary.LittleEndian.Uint32(rec[0:4]) || rec[8] != kindEntry {
+	if len(rec) < headerLen+33 || crc32.Checksum(rec[4:], crcTable) != binary.LittleEndian.Uint32(rec[0:4]) || rec[8] != kindEntry && rec[8] != kindCopy {
 		return errors.New("nodelog: damaged entry record")
 	}
 	p := rec[headerLen:]
