@@ -17,6 +17,10 @@ mkdir -p "$bin"
 go build -o "$bin/raftstream" ./cmd/raftstream && go build -o "$bin/jepsen" ./cmd/jepsen || {
 	echo "build failed"; echo "0 passed, 1 failed"; exit 1; }
 seed=${JEPSEN_SEED:-$(date +%s)}
+# Small node log segments (256 KiB instead of 64 MiB): segment rotation,
+# carrying quiet shards' logs forward and segment deletion all happen under
+# the faults (hundreds of segments per node in a run).
+export RAFTSTREAM_NODE_LOG_SEGMENT_BYTES=${RAFTSTREAM_NODE_LOG_SEGMENT_BYTES:-262144}
 passed=0 failed=0
 
 echo "== ci profile (seed $seed, output $out/ci)"
