@@ -361,9 +361,15 @@ func (l *Log) replaySegment(seg *segment) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("nodelog: read %s: %w", segName(seg.seq), err)
 	}
-	// Copies whose kindMoved record has not been seen (yet): a torn
-	// relocation at the end of the log leaves them here, ignored.
-	pend := map[uint64][]loc{}
+	// The run of copies (of one log) whose kindMoved record has not been
+	// seen yet. A relocation's copies and its kindMoved record are written
+	// together, one log after another; any other record ends the run, so
+	// copies a crash cut off from their kindMoved record are ignored (they
+	// can stay in the file before later records).
+	var (
+		pendID uint64
+		pend   []loc
+	)
 	var off int64
 	for {
 		rest := data[off:]
@@ -385,15 +391,18 @@ func (l *Log) replaySegment(seg *segment) (int64, error) {
 			l.logs[id] = r
 		}
 		kind, payload := rec[8], rec[headerLen:]
+		if kind != kindMoved && (kind != kindCopy || id != pendID) {
+			pendID, pend = 0, nil
+		}
 		switch kind {
 		case kindCopy:
-			pend[id] = append(pend[id], loc{seq: seg.seq, off: off, n: int32(len(rec))})
+			pendID, pend = id, append(pend, loc{seq: seg.seq, off: off, n: int32(len(rec))})
 		case kindMoved:
-			if len(payload) < 16 || uint64(len(pend[id])) != binary.LittleEndian.Uint64(payload[8:16]) {
+			if len(payload) < 16 || id != pendID || uint64(len(pend)) != binary.LittleEndian.Uint64(payload[8:16]) {
 				return 0, fmt.Errorf("nodelog: %s offset %d: relocation of log %016x does not match its copies", segName(seg.seq), off, id)
 			}
-			r.first, r.locs = binary.LittleEndian.Uint64(payload[0:8]), pend[id]
-			delete(pend, id)
+			r.first, r.locs = binary.LittleEndian.Uint64(payload[0:8]), pend
+			pendID, pend = 0, nil
 		case kindEntry:
 			if len(payload) < 8 {
 				return off, nil

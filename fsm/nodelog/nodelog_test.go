@@ -656,5 +656,37 @@ func TestTornRelocationKeepsTheOriginals(t *testing.T) {
 		busy.Close()
 		l.Close()
 	}
+	// Complete copies without their kindMoved record stay in the file
+	// before later records; a later relocation of the same logs must not
+	// take them for its own.
+	if err := f.Truncate(end); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(buf[:len(buf)-int(moves[len(moves)-1].tail)], end); err != nil {
+		t.Fatal(err)
+	}
 	f.Close()
+	l = openLog(t, filepath.Join(dir, "log"), 4096)
+	idle = openRep(t, l, filepath.Join(dir, "idle"))
+	busy = openRep(t, l, filepath.Join(dir, "busy"))
+	for i := mb.last() + 1; l.Stats().Relocated == 0 && i < 200; i++ {
+		lg := entries(i, i, 1, "busy")
+		lg[0].Data = append(lg[0].Data, bytes.Repeat([]byte{'b'}, 500)...)
+		if err := busy.StoreLogs(lg); err != nil {
+			t.Fatal(err)
+		}
+		mb.store(lg)
+	}
+	if l.Stats().Relocated == 0 {
+		t.Fatal("nothing was relocated")
+	}
+	idle.Close()
+	busy.Close()
+	l.Close()
+	l = openLog(t, filepath.Join(dir, "log"), 4096)
+	defer l.Close()
+	idle = openRep(t, l, filepath.Join(dir, "idle"))
+	busy = openRep(t, l, filepath.Join(dir, "busy"))
+	check(t, "idle after a later relocation", idle, mi)
+	check(t, "busy after a later relocation", busy, mb)
 }
