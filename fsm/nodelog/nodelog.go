@@ -365,7 +365,8 @@ func (l *Log) replaySegment(seg *segment) (int64, error) {
 	// seen yet. A relocation's copies and its kindMoved record are written
 	// together, one log after another; any other record ends the run, so
 	// copies a crash cut off from their kindMoved record are ignored (they
-	// can stay in the file before later records).
+	// stay in the file before later records, and may even be followed by
+	// the next relocation of the same log: kindMoved takes the last ones).
 	var (
 		pendID uint64
 		pend   []loc
@@ -398,10 +399,13 @@ func (l *Log) replaySegment(seg *segment) (int64, error) {
 		case kindCopy:
 			pendID, pend = id, append(pend, loc{seq: seg.seq, off: off, n: int32(len(rec))})
 		case kindMoved:
-			if len(payload) < 16 || id != pendID || uint64(len(pend)) != binary.LittleEndian.Uint64(payload[8:16]) {
+			// Its copies are the last count of the run: whole copies a
+			// crash cut off from an earlier kindMoved may precede them.
+			if len(payload) < 16 || id != pendID || uint64(len(pend)) < binary.LittleEndian.Uint64(payload[8:16]) {
 				return 0, fmt.Errorf("nodelog: %s offset %d: relocation of log %016x does not match its copies", segName(seg.seq), off, id)
 			}
-			r.first, r.locs = binary.LittleEndian.Uint64(payload[0:8]), pend
+			count := int(binary.LittleEndian.Uint64(payload[8:16]))
+			r.first, r.locs = binary.LittleEndian.Uint64(payload[0:8]), append([]loc(nil), pend[len(pend)-count:]...)
 			pendID, pend = 0, nil
 		case kindEntry:
 			if len(payload) < 8 {

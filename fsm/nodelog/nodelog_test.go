@@ -666,7 +666,9 @@ func TestTornRelocationKeepsTheOriginals(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	l = openLog(t, filepath.Join(dir, "log"), 4096)
+	// Larger segments from here, so that the next relocation lands in the
+	// segment holding the stale copies, right after them.
+	l = openLog(t, filepath.Join(dir, "log"), 1<<20)
 	idle = openRep(t, l, filepath.Join(dir, "idle"))
 	busy = openRep(t, l, filepath.Join(dir, "busy"))
 	for i := mb.last() + 1; l.Stats().Relocated == 0 && i < 200; i++ {
@@ -683,7 +685,7 @@ func TestTornRelocationKeepsTheOriginals(t *testing.T) {
 	idle.Close()
 	busy.Close()
 	l.Close()
-	l = openLog(t, filepath.Join(dir, "log"), 4096)
+	l = openLog(t, filepath.Join(dir, "log"), 1<<20)
 	defer l.Close()
 	idle = openRep(t, l, filepath.Join(dir, "idle"))
 	busy = openRep(t, l, filepath.Join(dir, "busy"))
