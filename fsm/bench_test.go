@@ -2,9 +2,17 @@ package fsm
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/raftstream/raftstream/fsm/nodelog"
 )
 
 // BenchmarkSubmit measures commands/s through a single-voter shard (real
@@ -55,5 +63,67 @@ func BenchmarkSubmit(b *testing.B) {
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "cmds/s")
 			b.ReportMetric(float64(b.N)/float64(max(entries, 1)), "cmds/entry")
 		})
+	}
+}
+
+// BenchmarkLogStoreShards measures Raft log appends/s when 1 or 16 shard
+// replicas of one node append at once (each one StoreLogs at a time, as raft
+// does), with the node log (one group-committed log for all) and with a
+// bbolt file per shard; both fsync. The ratio of the two in one run is the
+// figure: the node log shares each fdatasync among the shards waiting.
+//
+//	go test ./fsm -run XXX -bench LogStoreShards -benchtime 3000x
+func BenchmarkLogStoreShards(b *testing.B) {
+	data := make([]byte, 2048) // a batch of ~15 XADDs
+	for _, kind := range []string{LogStoreNode, LogStoreBolt} {
+		for _, shards := range []int{1, 16} {
+			b.Run(fmt.Sprintf("%s/shards=%d", kind, shards), func(b *testing.B) {
+				dir := b.TempDir()
+				log := slog.New(slog.DiscardHandler)
+				var nl *nodelog.Log
+				if kind == LogStoreNode {
+					var err error
+					if nl, err = nodelog.Open(nodelog.Options{Dir: filepath.Join(dir, "nodelog"), Logger: log}); err != nil {
+						b.Fatal(err)
+					}
+					defer nl.Close()
+				}
+				stores := make([]raftStore, shards)
+				for i := range stores {
+					sd := filepath.Join(dir, fmt.Sprint(i))
+					if err := os.MkdirAll(sd, 0o755); err != nil {
+						b.Fatal(err)
+					}
+					st, err := openRaftStore(kind, sd, false, nl, log, slog.LevelError)
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer st.Close()
+					stores[i] = st
+				}
+				var next atomic.Int64
+				var wg sync.WaitGroup
+				b.ResetTimer()
+				for _, st := range stores {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for idx := uint64(1); next.Add(1) <= int64(b.N); idx++ {
+							if err := st.StoreLogs([]*raft.Log{{Index: idx, Term: 1, Type: raft.LogCommand, Data: data}}); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					}()
+				}
+				wg.Wait()
+				b.StopTimer()
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "appends/s")
+				if nl != nil {
+					st := nl.Stats()
+					b.ReportMetric(float64(st.Ops)/float64(max(st.Batches, 1)), "appends/fsync")
+				}
+			})
+		}
 	}
 }
