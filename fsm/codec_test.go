@@ -179,8 +179,13 @@ func TestEncodeSizesItsBuffer(t *testing.T) {
 	}
 	b := &Batch{TS: 1 << 40, Units: []Unit{u, u[:3]}}
 	var data []byte
-	if avg := testing.AllocsPerRun(100, func() { data = EncodeBatch(nil, b) }); avg != 1 {
-		t.Fatalf("%.1f allocations to encode an entry", avg)
+	// One allocation (-race adds one); growing by appends took about ten.
+	want := 1.0
+	if raceEnabled {
+		want = 2
+	}
+	if avg := testing.AllocsPerRun(100, func() { data = EncodeBatch(nil, b) }); avg > want {
+		t.Fatalf("%.1f allocations to encode an entry, want %.0f", avg, want)
 	}
 	if len(data) != encodedSize(b) {
 		t.Fatalf("encoded %d bytes, encodedSize %d", len(data), encodedSize(b))
