@@ -137,9 +137,12 @@ func tail(b []byte, n int) []byte {
 	return b
 }
 
-// A damaged or truncated Raft log store stops the node at startup with a
-// message naming the file, instead of serving from it or panicking.
+// A damaged or truncated bbolt Raft log store (a shard directory made
+// before the node log, or RAFTSTREAM_RAFT_LOG_STORE=bolt) stops the node at
+// startup with a message naming the file, instead of serving from it or
+// panicking. TestCorruptNodeLogRefusesToStart is the node log's.
 func TestCorruptLogStoreRefusesToStart(t *testing.T) {
+	t.Setenv("RAFTSTREAM_RAFT_LOG_STORE", "bolt")
 	for _, tc := range []struct {
 		name   string
 		damage func(path string) error
@@ -178,5 +181,44 @@ func TestCorruptLogStoreRefusesToStart(t *testing.T) {
 				t.Errorf("exit %v, output:\n%s", err, tail(out, 2000))
 			}
 		})
+	}
+}
+
+// TestCorruptNodeLogRefusesToStart: a damaged record in the node log with
+// acknowledged records after it stops the node at startup with a message
+// naming the segment file and offset; the node does not cut the log there
+// (that is only done for a write a crash cut off, with nothing valid after).
+func TestCorruptNodeLogRefusesToStart(t *testing.T) {
+	n := startNode(t, "")
+	c := dial(t, n.Addr)
+	for i := 0; i < 20; i++ {
+		if r := do(t, c, "XADD", "s", "*", "f", strconv.Itoa(i)); !strings.HasPrefix(r, "$") {
+			t.Fatalf("XADD: %q", r)
+		}
+	}
+	if err := n.stop(); err != nil {
+		t.Fatal(err)
+	}
+	segs, _ := filepath.Glob(filepath.Join(n.Dir, "data", "nodelog", "*.seg"))
+	if len(segs) != 1 {
+		t.Fatalf("node log segments: %v", segs)
+	}
+	f, err := os.OpenFile(segs[0], os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte{0xde, 0xad, 0xbe, 0xef}, 200); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, binary, "--port", strconv.Itoa(n.Port), "--cluster-port", strconv.Itoa(n.Bus),
+		"--dir", filepath.Join(n.Dir, "data")).CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("the node kept running on a damaged node log:\n%s", tail(out, 2000))
+	}
+	if err == nil || !bytes.Contains(out, []byte(segs[0])) || !bytes.Contains(out, []byte("damaged at offset")) {
+		t.Errorf("exit %v, output:\n%s", err, tail(out, 2000))
 	}
 }

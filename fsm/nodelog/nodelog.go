@@ -267,6 +267,13 @@ func (l *Log) replay() error {
 			if !last {
 				return fmt.Errorf("nodelog: %s is damaged at offset %d of %d (not the last segment: refusing to drop entries)", path, good, st.Size())
 			}
+			// A write cut off by a crash leaves nothing valid after it: the
+			// space after the last write is zeros or the end of the file.
+			// A whole record further on means acknowledged records follow
+			// the bad one: damage, not a torn write.
+			if at, ok := validRecordAfter(f, good, st.Size()); ok {
+				return fmt.Errorf("nodelog: %s is damaged at offset %d: a valid record follows at offset %d, so this is not a write cut off by a crash (refusing to drop acknowledged entries; restore the node's directory from a backup or replace the node)", path, good, at)
+			}
 			l.log.Warn("log tail cut off: a write the crash interrupted (never acknowledged)", "segment", path, "offset", good, "bytes", st.Size()-good)
 			if err := f.Truncate(good); err != nil {
 				return fmt.Errorf("nodelog: cut torn tail of %s: %w", path, err)
@@ -278,6 +285,29 @@ func (l *Log) replay() error {
 		}
 	}
 	return nil
+}
+
+// validRecordAfter looks for a whole record with a good CRC that starts in
+// (from, to) of f, and returns its offset.
+func validRecordAfter(f *os.File, from, to int64) (int64, bool) {
+	data := make([]byte, to-from)
+	if _, err := f.ReadAt(data, from); err != nil && err != io.EOF {
+		return 0, false
+	}
+	for i := 1; i+headerLen <= len(data); i++ {
+		if data[i+8] < kindEntry || data[i+8] > kindMoved {
+			continue
+		}
+		n := int(binary.LittleEndian.Uint32(data[i+4 : i+8]))
+		if n > len(data)-i-headerLen || binary.LittleEndian.Uint64(data[i+16:i+24]) == 0 {
+			continue
+		}
+		rec := data[i : i+headerLen+n]
+		if crc32.Checksum(rec[4:], crcTable) == binary.LittleEndian.Uint32(rec[0:4]) {
+			return from + int64(i), true
+		}
+	}
+	return 0, false
 }
 
 // zeroFrom reports whether f holds only zero bytes in [from, to): space

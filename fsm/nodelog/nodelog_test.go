@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -691,4 +692,38 @@ func TestTornRelocationKeepsTheOriginals(t *testing.T) {
 	busy = openRep(t, l, filepath.Join(dir, "busy"))
 	check(t, "idle after a later relocation", idle, mi)
 	check(t, "busy after a later relocation", busy, mb)
+}
+
+// TestDamageBeforeValidRecordsRefusesToOpen: a bad record in the last
+// segment with whole records after it is damage (those records were
+// acknowledged), not a write cut off by a crash: Open fails, naming the
+// segment and offset, instead of cutting acknowledged entries off.
+func TestDamageBeforeValidRecordsRefusesToOpen(t *testing.T) {
+	dir := t.TempDir()
+	logDir := filepath.Join(dir, "log")
+	l := openLog(t, logDir, 0)
+	r := openRep(t, l, filepath.Join(dir, "r"))
+	for i := uint64(1); i <= 20; i++ {
+		if err := r.StoreLogs(entries(i, i, 1, "x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.Close()
+	l.Close()
+	segs, _ := filepath.Glob(filepath.Join(logDir, "*.seg"))
+	if len(segs) != 1 {
+		t.Fatalf("want one segment, have %d", len(segs))
+	}
+	f, err := os.OpenFile(segs[0], os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte{0xde, 0xad, 0xbe, 0xef}, 300); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	_, err = Open(Options{Dir: logDir})
+	if err == nil || !strings.Contains(err.Error(), segs[0]) || !strings.Contains(err.Error(), "damaged at offset") {
+		t.Fatalf("Open over a damaged record followed by valid ones: %v", err)
+	}
 }
