@@ -49,5 +49,28 @@ func TestGCPolicyFollowsTheLiveHeap(t *testing.T) {
 	check(gcOptions{percent: 25, floor: 8 << 20}, 80<<20, 96<<20)
 	check(gcOptions{percent: 25, floor: 200 << 20}, 200<<20, 200<<20)
 	check(gcOptions{percent: 25, floor: 8 << 20, limit: 70 << 20}, 70<<20, 70<<20)
+
+	// One policy across many collections: it re-arms after each, so the
+	// limit follows the live heap down and up again.
+	stop := startGCPolicy(gcOptions{percent: 25, floor: 8 << 20}, slog.New(slog.DiscardHandler))
+	defer stop()
+	limitAfterGC := func() int64 {
+		runtime.GC()
+		time.Sleep(50 * time.Millisecond)
+		return debug.SetMemoryLimit(-1)
+	}
+	for round := 0; round < 3; round++ {
+		clear(live[16:])
+		live = live[:16] // 16 MiB live
+		if got := limitAfterGC(); got < 20<<20 || got > 32<<20 {
+			t.Fatalf("round %d, 16 MiB live: limit %d MiB, want 20..32", round, got>>20)
+		}
+		for len(live) < 64 {
+			live = append(live, make([]byte, 1<<20))
+		}
+		if got := limitAfterGC(); got < 80<<20 || got > 96<<20 {
+			t.Fatalf("round %d, 64 MiB live: limit %d MiB, want 80..96", round, got>>20)
+		}
+	}
 	runtime.KeepAlive(live)
 }
