@@ -43,7 +43,23 @@ type guardConn struct {
 	// buffer before it can parse it).
 	lim *bufLimits
 	cur int64
+
+	// A multibulk declaring more than holdCount arguments is held here
+	// until it is complete and only then handed to redcon: redcon's parser
+	// steps through every declared argument each time it looks at an
+	// incomplete command, so "*999999999\r\n" followed by a byte per read
+	// cost it a second of CPU per read. after is output that follows what
+	// a compact call wrote in place (a held command completed in it, and
+	// what came after it in the same buffer); callers append it to out.
+	holding bool
+	hold    []byte
+	after   []byte
 }
+
+// holdCount is the multibulk size above which the guard holds a command
+// until it is complete (see guardConn.hold). Redcon's steps over a smaller
+// incomplete command are cheap.
+const holdCount = 1024
 
 type guardState uint8
 
@@ -108,6 +124,16 @@ func (g *guardConn) Read(p []byte) (int, error) {
 			g.rerr = err
 		}
 		w, cut := g.compact(p[:k+n])
+		if len(g.after) > 0 {
+			// Held bytes follow: redcon gets them from out, after these.
+			g.out = append(g.out[:0], g.after...)
+			g.dropAfter()
+			g.cut = 0
+			if w == 0 {
+				continue
+			}
+			return w, nil
+		}
 		if w == 0 {
 			continue
 		}
@@ -153,6 +179,17 @@ func (g *guardConn) scan(b []byte) {
 		g.cut = len(g.out) + cut
 	}
 	g.out = append(g.out, buf[:w]...)
+	g.out = append(g.out, g.after...)
+	g.dropAfter()
+}
+
+// dropAfter empties g.after, letting a large one go.
+func (g *guardConn) dropAfter() {
+	if cap(g.after) > 64<<10 {
+		g.after = nil
+	} else {
+		g.after = g.after[:0]
+	}
 }
 
 // compact scans b, which starts with the header line carried over in
@@ -164,16 +201,42 @@ func (g *guardConn) scan(b []byte) {
 func (g *guardConn) compact(b []byte) (w, cut int) {
 	r := 0
 	qlim := g.lim.queryLimit()
+	// toAfter: a held command completed in this call, so the rest of the
+	// output follows it in g.after rather than in place.
+	toAfter := false
 	// emit moves b[from:to] to the output (no copy while nothing was
-	// dropped before it).
+	// dropped before it), or to the held command.
 	emit := func(from, to int) {
-		if w != from {
-			copy(b[w:], b[from:to])
+		switch {
+		case g.holding:
+			g.hold = append(g.hold, b[from:to]...)
+		case toAfter:
+			g.after = append(g.after, b[from:to]...)
+		default:
+			if w != from {
+				copy(b[w:], b[from:to])
+			}
+			w += to - from
 		}
-		w += to - from
+	}
+	// release hands the held command over (complete, or malformed or
+	// rejected: then redcon reports it as it would have).
+	release := func() {
+		if !g.holding {
+			return
+		}
+		g.holding = false
+		if !toAfter {
+			cut, toAfter = w, true
+		}
+		g.after = append(g.after, g.hold...)
+		g.hold = nil
 	}
 	for r < len(b) && !g.dead {
 		start := r
+		if g.state == gPass {
+			release()
+		}
 		switch g.state {
 		case gPass:
 			emit(r, len(b))
@@ -240,8 +303,11 @@ func (g *guardConn) compact(b []byte) (w, cut int) {
 			}
 		}
 		if g.state == gFrame {
+			release()
 			g.cur = 0
-			cut = w
+			if !toAfter {
+				cut = w
+			}
 			continue
 		}
 		g.cur += int64(r - start)
@@ -249,7 +315,11 @@ func (g *guardConn) compact(b []byte) (w, cut int) {
 			// Closed without a reply, as Redis does; the complete
 			// commands before this one still run.
 			g.dead, g.rerr = true, errQueryBufferLimit
+			g.holding, g.hold = false, nil // closed: nothing more runs
 		}
+	}
+	if g.dead {
+		release() // redcon reports the rejected header after it
 	}
 	return w, cut
 }
@@ -288,6 +358,7 @@ func (g *guardConn) headerN(c byte, n int64) bool {
 		default:
 			g.remaining = n
 			g.state = gHeader
+			g.holding = n > holdCount
 			return true
 		}
 	}
