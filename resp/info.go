@@ -86,7 +86,7 @@ func (s *Server) infoSection(c *client, b *strings.Builder, sec string) {
 		b.WriteString("# Memory\r\n")
 		w("used_memory", ms.HeapAlloc)
 		w("used_memory_human", humanBytes(ms.HeapAlloc))
-		w("used_memory_rss", ms.Sys)
+		w("used_memory_rss", processRSS(ms.Sys))
 		w("used_memory_peak", ms.HeapSys)
 		w("maxmemory", 0)
 		w("maxmemory_policy", "noeviction")
@@ -170,4 +170,22 @@ func humanBytes(n uint64) string {
 		return fmt.Sprintf("%.2fK", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%dB", n)
+}
+
+// processRSS is the process's resident set size, as Redis's used_memory_rss
+// (from /proc/self/statm), or fallback where that cannot be read.
+func processRSS(fallback uint64) uint64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return fallback
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return fallback
+	}
+	pages, err := strconv.ParseUint(f[1], 10, 64)
+	if err != nil {
+		return fallback
+	}
+	return pages * uint64(os.Getpagesize())
 }

@@ -73,3 +73,28 @@ func TestNodeLogGroupCommitsShards(t *testing.T) {
 		t.Fatalf("%d entries after SIGKILL and restart, want %d", total, clients*each)
 	}
 }
+
+// TestInfoMemoryRSSIsTheProcessRSS: INFO memory's used_memory_rss is the
+// server process's resident set, as in Redis (it was the Go runtime's
+// reserved memory).
+func TestInfoMemoryRSSIsTheProcessRSS(t *testing.T) {
+	n := startNode(t, "")
+	c := dial(t, n.Addr)
+	for i := 0; i < 2000; i++ {
+		do(t, c, "XADD", "s", "*", "f", strconv.Itoa(i))
+	}
+	got := infoField(t, n.Addr, "memory", "used_memory_rss")
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", n.cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^VmRSS:\s+(\d+) kB$`).FindSubmatch(b)
+	if m == nil {
+		t.Fatalf("no VmRSS in /proc/pid/status")
+	}
+	kb, _ := strconv.ParseInt(string(m[1]), 10, 64)
+	want := kb << 10
+	if got < want*95/100 || got > want*105/100 {
+		t.Fatalf("used_memory_rss %d, the process's VmRSS %d", got, want)
+	}
+}
