@@ -15,6 +15,9 @@ import (
 
 // fmtReply renders a reply compactly for comparisons in tests.
 func fmtReply(r Reply) string {
+	if e, ok := r.(*EntryReply); ok {
+		r = e.Array()
+	}
 	switch v := r.(type) {
 	case SimpleString:
 		return "+" + string(v)

@@ -39,6 +39,25 @@ type Double float64
 // Set is an unordered collection: an array in RESP2, "~" in RESP3.
 type Set []Reply
 
+// EntryReply is one stream entry, [id, [field, value, ...]]: encoded exactly
+// as Array{BulkString(id), Array{BulkString(field), ...}}, but without a
+// boxed reply per field. XREADGROUP delivers entries by the hundred, and the
+// boxes were most of its allocations. Fields are copies the reply owns
+// (entryArena).
+type EntryReply struct {
+	ID     ID
+	Fields [][]byte
+}
+
+// Array is e as nested Arrays.
+func (e *EntryReply) Array() Array {
+	fa := make(Array, len(e.Fields))
+	for i, f := range e.Fields {
+		fa[i] = BulkString(f)
+	}
+	return Array{BulkString(e.ID.Append(nil)), fa}
+}
+
 // Error is an error reply. Msg is the whole Redis error line without the
 // leading '-', e.g. "ERR syntax error" or "WRONGTYPE Operation against ...".
 type Error struct{ Msg string }
@@ -54,6 +73,7 @@ func (NullArray) isReply()    {}
 func (Double) isReply()       {}
 func (Set) isReply()          {}
 func (*Error) isReply()       {}
+func (*EntryReply) isReply()  {}
 
 // Error makes *Error usable as a Go error (sentinels in errors.go).
 func (e *Error) Error() string { return e.Msg }

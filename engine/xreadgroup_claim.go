@@ -74,6 +74,9 @@ func (e *Engine) claimIdle(key []byte, s *Stream, g *Group, c *Consumer, minIdle
 // idle time 0 and delivery count 0 that Redis appends to them.
 func withClaimFields(entries Array) {
 	for i, r := range entries {
+		if e, ok := r.(*EntryReply); ok {
+			r = e.Array()
+		}
 		if a, ok := r.(Array); ok && len(a) == 2 {
 			entries[i] = Array{a[0], a[1], Integer(0), Integer(0)}
 		}

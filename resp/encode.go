@@ -27,6 +27,16 @@ func AppendReply(b []byte, r engine.Reply, proto int) []byte {
 			b = AppendReply(b, e, proto)
 		}
 		return b
+	case *engine.EntryReply:
+		// [id, [field, value, ...]], as the nested Arrays would be.
+		var idb [48]byte
+		b = appendLen(b, '*', 2)
+		b = appendBulk(b, v.ID.Append(idb[:0]))
+		b = appendLen(b, '*', len(v.Fields))
+		for _, f := range v.Fields {
+			b = appendBulk(b, f)
+		}
+		return b
 	case engine.Map:
 		if proto >= 3 {
 			b = appendLen(b, '%', len(v)/2)

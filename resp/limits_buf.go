@@ -421,6 +421,12 @@ func replySize(r reply) int64 {
 		return int64(len(v.Msg)) + 3
 	case engine.Array:
 		return listSize(v)
+	case *engine.EntryReply:
+		n := int64(4 + 4 + 6 + 20) // "*2", the fields' header, the ID's bulk
+		for _, f := range v.Fields {
+			n += int64(len(f)) + 6
+		}
+		return n
 	case engine.Map:
 		return listSize(v)
 	case engine.PairMap:
