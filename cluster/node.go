@@ -638,6 +638,18 @@ func (n *Node) Topology() resp.Topology {
 		}
 		if ls := st.shards[i]; ls != nil {
 			si.Leader, _ = ls.s.Leader()
+			if si.Leader == "" {
+				// No leader known here (an election, or this node is cut
+				// off): the last leader another member reported is a
+				// better guess for clients' slot maps than none, which
+				// would list the lowest-ID replica, possibly this node,
+				// as the master; clients would then ask it and get
+				// TRYAGAIN until their map changed. Never this node: it
+				// knows it does not lead.
+				if h := n.health.leaderOf(i); h != n.id {
+					si.Leader = h
+				}
+			}
 		} else {
 			si.Leader = n.health.leaderOf(i)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/raftstream/raftstream/engine"
 )
@@ -27,6 +28,10 @@ var (
 type NotLeaderError struct {
 	LeaderID   string
 	LeaderAddr string
+	// LeaderlessFor, when LeaderID is "", is how long this replica has
+	// heard from no leader (0: it has never heard from one, or it just
+	// stopped leading).
+	LeaderlessFor time.Duration
 }
 
 func (e *NotLeaderError) Error() string {

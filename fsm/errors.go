@@ -40,7 +40,13 @@ func (s *Shard) proposalError(err error) error {
 // notLeader describes the current leader as far as this replica knows.
 func (s *Shard) notLeader() *NotLeaderError {
 	addr, id := s.raft.LeaderWithID()
-	return &NotLeaderError{LeaderID: string(id), LeaderAddr: string(addr)}
+	nl := &NotLeaderError{LeaderID: string(id), LeaderAddr: string(addr)}
+	if id == "" {
+		if last := s.raft.LastContact(); !last.IsZero() {
+			nl.LeaderlessFor = time.Since(last)
+		}
+	}
+	return nl
 }
 
 // notLeaderAfterTransfer is notLeader once the transfer this replica started

@@ -37,15 +37,23 @@ func shardNodes(top Topology, sh ShardInfo) []NodeInfo {
 	}
 	reps := append([]string(nil), sh.Replicas...)
 	sort.Strings(reps)
+	var self []NodeInfo
 	for _, id := range reps {
 		if id == sh.Leader {
 			continue
 		}
 		if n, ok := nodeByID(top, id); ok {
+			if sh.Leader == "" && id == top.MyID {
+				// No leader known: this node surely does not lead, so it is
+				// not the one to list first (clients take the first as the
+				// master and would get TRYAGAIN from it, never MOVED).
+				self = append(self, n)
+				continue
+			}
 			out = append(out, n)
 		}
 	}
-	return out
+	return append(out, self...)
 }
 
 func cmdClusterSlots(s *Server, c *client, argv [][]byte) reply {

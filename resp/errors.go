@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
+	"time"
 
 	"github.com/raftstream/raftstream/engine"
 	"github.com/raftstream/raftstream/fsm"
@@ -47,6 +49,9 @@ func (s *Server) mapError(err error, slot int) reply {
 		if addr := s.leaderRESPAddr(nl); addr != "" && slot >= 0 {
 			return errorf("MOVED %d %s", slot, addr)
 		}
+		if addr := s.otherReplicaAddr(nl, slot); addr != "" {
+			return errorf("MOVED %d %s", slot, addr)
+		}
 		return errTryAgainLeader
 	case errors.Is(err, fsm.ErrUnknownOutcome), errors.Is(err, context.DeadlineExceeded):
 		return errUnknownOutcome
@@ -86,6 +91,55 @@ func (s *Server) leaderRESPAddr(nl *fsm.NotLeaderError) string {
 		}
 	}
 	return ""
+}
+
+// leaderlessRedirectAfter is how long a replica must have heard from no
+// leader before it sends clients to another replica instead of answering
+// TRYAGAIN (otherReplicaAddr).
+const leaderlessRedirectAfter = 3 * time.Second
+
+// otherReplicaAddr is where to send a client whose command's shard has had
+// no leader here for leaderlessRedirectAfter: another replica of the shard
+// (the next after this node in ID order, preferring one seen up). A node cut
+// off from the others knows no leader while the rest have elected one;
+// TRYAGAIN would keep a cluster client whose slot map names this node
+// asking it until the map's next periodic reload (a minute for go-redis),
+// while MOVED makes it reload now. Within an ordinary election, and on a
+// node that never heard from a leader, it is "" (TRYAGAIN).
+func (s *Server) otherReplicaAddr(nl *fsm.NotLeaderError, slot int) string {
+	if nl.LeaderID != "" || nl.LeaderlessFor < leaderlessRedirectAfter || slot < 0 {
+		return ""
+	}
+	top := s.be.Topology()
+	shard := s.be.ShardOfSlot(slot)
+	if shard < 0 || shard >= len(top.Shards) {
+		return ""
+	}
+	reps := append([]string(nil), top.Shards[shard].Replicas...)
+	sort.Strings(reps)
+	// Rotate so that the replicas after this node come first.
+	for i, id := range reps {
+		if id == top.MyID {
+			reps = append(reps[i+1:], reps[:i]...)
+			break
+		}
+	}
+	var fallback string
+	for _, id := range reps {
+		if id == top.MyID {
+			continue
+		}
+		if n, ok := nodeByID(top, id); ok {
+			addr := fmt.Sprintf("%s:%d", n.Host, n.Port)
+			if n.Up {
+				return addr
+			}
+			if fallback == "" {
+				fallback = addr
+			}
+		}
+	}
+	return fallback
 }
 
 // slotOf is the Redis Cluster hash slot of key.

@@ -577,3 +577,46 @@ func TestPipelinedWriteTimeoutIsUnknownOutcome(t *testing.T) {
 		}
 	}
 }
+
+// TestLeaderlessReplicaRedirects: a replica that has heard from no leader
+// for a while (cut off from the others, who have elected one) sends clients
+// to another replica of the shard with MOVED, so that a cluster client
+// reloads its slot map instead of asking it again; within an ordinary
+// election, or with no other replica, it answers TRYAGAIN; and CLUSTER
+// SLOTS lists it last for a shard whose leader it does not know.
+func TestLeaderlessReplicaRedirects(t *testing.T) {
+	be := newFakeBackend(1)
+	a, b := strings.Repeat("a", 40), strings.Repeat("b", 40)
+	be.mu.Lock()
+	be.top.Shards[0].Replicas = []string{a, b}
+	be.top.Shards[0].Leader = ""
+	be.mu.Unlock()
+	addr := startServer(t, be, DefaultConfig())
+	c := dial(t, addr)
+	slot := slots.Of([]byte("k"))
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{&fsm.NotLeaderError{LeaderlessFor: 10 * time.Second}, fmt.Sprintf("-MOVED %d 127.0.0.1:7002\r\n", slot)},
+		{&fsm.NotLeaderError{LeaderlessFor: time.Second}, "-TRYAGAIN the shard has no leader (election in progress), retry later\r\n"},
+		{&fsm.NotLeaderError{}, "-TRYAGAIN the shard has no leader (election in progress), retry later\r\n"},
+	} {
+		be.fail(0, tc.err)
+		if got := do(t, c, "XADD", "k", "*", "f", "v"); got != tc.want {
+			t.Errorf("write failing with %+v: %q, want %q", tc.err, got, tc.want)
+		}
+	}
+	// CLUSTER SLOTS: b before this node (a), though a's ID sorts first.
+	if got := do(t, c, "CLUSTER", "SLOTS"); strings.Index(got, "7002") > strings.Index(got, "7001") {
+		t.Errorf("CLUSTER SLOTS lists this leaderless node first: %q", got)
+	}
+	// The only replica: nowhere to send the client.
+	be.mu.Lock()
+	be.top.Shards[0].Replicas = []string{a}
+	be.mu.Unlock()
+	be.fail(0, &fsm.NotLeaderError{LeaderlessFor: 10 * time.Second})
+	if got := do(t, c, "XADD", "k", "*", "f", "v"); !strings.HasPrefix(got, "-TRYAGAIN") {
+		t.Errorf("sole replica without a leader: %q, want TRYAGAIN", got)
+	}
+}
