@@ -114,7 +114,12 @@ func (l *load) consumer(k string) {
 	defer l.wg.Done()
 	for !l.stopped() {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		res, err := l.cc.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "g", Consumer: "c", Streams: []string{k, ">"}, Count: 50}).Result()
+		// Block bounds the wait: go-redis sends a zero Block as BLOCK 0
+		// (wait for ever) and does not apply the context's deadline to the
+		// read, so after halt a consumer whose stream got no new entry and
+		// whose shard kept its leader waited for ever.
+		res, err := l.cc.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "g", Consumer: "c", Streams: []string{k, ">"}, Count: 50,
+			Block: 200 * time.Millisecond}).Result()
 		cancel()
 		if err != nil || len(res) == 0 || len(res[0].Messages) == 0 {
 			l.refreshOn(err)
