@@ -170,13 +170,7 @@ func TestCorruptLogStoreRefusesToStart(t *testing.T) {
 			if err := tc.damage(db); err != nil {
 				t.Fatal(err)
 			}
-			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-			defer cancel()
-			out, err := exec.CommandContext(ctx, binary, "--port", strconv.Itoa(n.Port), "--cluster-port", strconv.Itoa(n.Bus),
-				"--dir", filepath.Join(n.Dir, "data")).CombinedOutput()
-			if ctx.Err() != nil {
-				t.Fatalf("the node kept running on a damaged log store:\n%s", tail(out, 2000))
-			}
+			out, err := restartExpectingExit(t, n)
 			if err == nil || !bytes.Contains(out, []byte("corrupt Raft log store")) || !bytes.Contains(out, []byte(db)) {
 				t.Errorf("exit %v, output:\n%s", err, tail(out, 2000))
 			}
@@ -211,14 +205,23 @@ func TestCorruptNodeLogRefusesToStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
+	out, err := restartExpectingExit(t, n)
+	if err == nil || !bytes.Contains(out, []byte(segs[0])) || !bytes.Contains(out, []byte("damaged at offset")) {
+		t.Errorf("exit %v, output:\n%s", err, tail(out, 2000))
+	}
+}
+
+// restartExpectingExit starts n's binary again on its directory and ports
+// and returns its output once it exits; it fails the test if the node is
+// still running after 30 s (it should refuse to start).
+func restartExpectingExit(t *testing.T, n *node) ([]byte, error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, binary, "--port", strconv.Itoa(n.Port), "--cluster-port", strconv.Itoa(n.Bus),
 		"--dir", filepath.Join(n.Dir, "data")).CombinedOutput()
 	if ctx.Err() != nil {
-		t.Fatalf("the node kept running on a damaged node log:\n%s", tail(out, 2000))
+		t.Fatalf("the node kept running on a damaged log store:\n%s", tail(out, 2000))
 	}
-	if err == nil || !bytes.Contains(out, []byte(segs[0])) || !bytes.Contains(out, []byte("damaged at offset")) {
-		t.Errorf("exit %v, output:\n%s", err, tail(out, 2000))
-	}
+	return out, err
 }
