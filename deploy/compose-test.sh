@@ -286,7 +286,11 @@ if [ -s "$W.gaveup" ]; then fail "writes gave up after 60 s of retries: $(head -
 [ "$after_kill" -ge $((streams * (rounds - 5))) ] && pass "writes continued after the kill ($after_kill acknowledged, longest stall ${stall}ms)" \
   || fail "only $after_kill writes acknowledged after the kill"
 if [ "$unknown" -gt 0 ]; then echo "unknown outcomes:"; head -5 "$W.unknown"; fi
-[ "$unknown" -le 5 ] && pass "unknown-outcome replies: $unknown (tolerated, checked below)" || fail "$unknown unknown-outcome replies"
+# Unknown outcomes are the writes redirect-followed to the killed node (or in
+# flight to it) before the others notice it is gone (a heartbeat timeout,
+# 0.5-1 s); how many depends on how fast this loop writes. One round of
+# writes bounds them; all are checked below (present or not, never twice).
+[ "$unknown" -le "$streams" ] && pass "unknown-outcome replies: $unknown (at most one round of $streams tolerated, checked below)" || fail "$unknown unknown-outcome replies"
 
 # ---------------------------------------------------------------- 6. verify
 ok=1
