@@ -180,14 +180,6 @@ func (a *Admin) Collect(sc *Scrape) {
 		sc.Add("raftstream_node_log_write_seconds_total", "Time spent in node log writes and their fdatasyncs.", Counter, ns.WriteTime.Seconds())
 		sc.Add("raftstream_node_log_segments", "Segment files of the node log.", Gauge, float64(ns.Segments))
 	}
-	if nb, ok := a.be.(NodeLogBackend); ok {
-		ns := nb.NodeLogStats()
-		sc.Add("raftstream_node_log_writes_total", "Writes of the node's shared Raft log (each one write and one fdatasync for every shard's queued entries).", Counter, float64(ns.Batches))
-		sc.Add("raftstream_node_log_requests_total", "Shard requests (appends, truncations) committed by those writes.", Counter, float64(ns.Ops))
-		sc.Add("raftstream_node_log_written_bytes_total", "Bytes written to the node log.", Counter, float64(ns.Bytes))
-		sc.Add("raftstream_node_log_write_seconds_total", "Time spent in node log writes and their fdatasyncs.", Counter, ns.WriteTime.Seconds())
-		sc.Add("raftstream_node_log_segments", "Segment files of the node log.", Gauge, float64(ns.Segments))
-	}
 	ab, _ := a.be.(AdminBackend)
 	for i := 0; i < a.be.NumShards(); i++ {
 		st, ok := a.be.ShardStatus(i)
