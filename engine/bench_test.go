@@ -226,4 +226,46 @@ func TestXReadGroupAllocs(t *testing.T) {
 	if avg > 80 {
 		t.Fatalf("%.1f allocations per XREADGROUP of 100 entries, want at most 80", avg)
 	}
+
+	// Bytes: an entry costs its wire encoding and its EntryReply, not a
+	// slice header per field on top.
+	wire, entries := 0, 0
+	var walk func(r Reply)
+	walk = func(r Reply) {
+		switch v := r.(type) {
+		case *EntryReply:
+			wire += len(v.Enc)
+			entries++
+		case Array:
+			for _, x := range v {
+				walk(x)
+			}
+		case Map:
+			walk(Array(v))
+		case PairMap:
+			walk(Array(v))
+		}
+	}
+	e.Exec(now, setid)
+	walk(read(">"))
+	if entries != 100 {
+		t.Fatalf("%d entries delivered again, want 100", entries)
+	}
+	var m0, m1 runtime.MemStats
+	const runs = 50
+	runtime.ReadMemStats(&m0)
+	for range runs {
+		e.Exec(now, setid)
+		read(">")
+	}
+	runtime.ReadMemStats(&m1)
+	perEntry := float64(m1.TotalAlloc-m0.TotalAlloc) / (runs * 100)
+	perWire := float64(wire) / 100
+	t.Logf("%.0f bytes allocated per delivered entry of %.0f wire bytes", perEntry, perWire)
+	// The EntryReply (48 bytes), its share of the reply array (16) and of
+	// the stream iterator's buffers come on top of the wire bytes; a
+	// [][]byte of the 8 fields alone would add 192.
+	if limit := perWire + 150; perEntry > limit {
+		t.Fatalf("%.0f bytes allocated per delivered entry of %.0f wire bytes, want at most %.0f", perEntry, perWire, limit)
+	}
 }

@@ -438,7 +438,7 @@ func deliverNew(s *Stream, g *Group, c *Consumer, start ID, count int64, noack b
 	if count > 0 {
 		out = make(Array, 0, min(count, 256))
 	}
-	var arena entryArena
+	arena := entryArena{hint: int(min(count, 256))}
 	it := s.Iter(start, MaxID, false)
 	for it.Next() {
 		id := it.ID
@@ -472,7 +472,7 @@ func deliverNew(s *Stream, g *Group, c *Consumer, start ID, count int64, noack b
 // as [id, nil]. Each re-delivered entry gets a new delivery time and count.
 func (e *Engine) readConsumerHistory(key []byte, s *Stream, g *Group, c *Consumer, start ID, count int64, now int64) Array {
 	out := Array{}
-	var arena entryArena
+	arena := entryArena{hint: int(min(count, 256))}
 	cu := c.PEL.Seek(start)
 	for count == 0 || int64(len(out)) < count {
 		nk, ok := cu.Next()
@@ -795,39 +795,36 @@ func idBulk(id ID) BulkString { return BulkString(id.Append(nil)) }
 
 // entryReply is one stream entry as Redis emits it: [id, [field, value ...]].
 // The field bytes are copied: the storage may reuse them.
-// entryArena hands out EntryReplys whose fields are copied into shared
+// entryArena hands out EntryReplys whose fields are encoded into shared
 // slabs: a reply of many entries costs a few allocations, not several per
 // entry. A slab is never grown in place (entries keep pointing into it); a
 // full one is replaced.
 type entryArena struct {
-	ents   []EntryReply
-	fields [][]byte
-	buf    []byte
+	ents []EntryReply
+	buf  []byte
+	// hint is how many entries the reply will likely hold (its COUNT, 0 if
+	// unknown): the first slabs are sized for them.
+	hint int
 }
 
 func (a *entryArena) entry(id ID, fields [][]byte) *EntryReply {
 	// Each new slab is twice the last (up to a bound), so that a reply of
 	// one entry stays small and one of thousands takes few slabs.
 	if len(a.ents) == cap(a.ents) {
-		a.ents = make([]EntryReply, 0, min(max(2*cap(a.ents), 4), 256))
+		a.ents = make([]EntryReply, 0, min(max(2*cap(a.ents), a.hint, 4), 256))
 	}
 	n := 0
 	for _, f := range fields {
-		n += len(f)
+		n += bulkFieldSize(len(f))
 	}
 	if cap(a.buf)-len(a.buf) < n {
-		a.buf = make([]byte, 0, max(n, min(2*cap(a.buf), 64<<10), 256))
+		a.buf = make([]byte, 0, max(n, min(max(2*cap(a.buf), n*a.hint), 64<<10), 256))
 	}
-	if cap(a.fields)-len(a.fields) < len(fields) {
-		a.fields = make([][]byte, 0, max(len(fields), min(2*cap(a.fields), 2048), 16))
-	}
-	start := len(a.fields)
+	start := len(a.buf)
 	for _, f := range fields {
-		b := len(a.buf)
-		a.buf = append(a.buf, f...)
-		a.fields = append(a.fields, a.buf[b:len(a.buf):len(a.buf)])
+		a.buf = appendBulkField(a.buf, f)
 	}
-	a.ents = append(a.ents, EntryReply{ID: id, Fields: a.fields[start:len(a.fields):len(a.fields)]})
+	a.ents = append(a.ents, EntryReply{ID: id, N: len(fields), Enc: a.buf[start:len(a.buf):len(a.buf)]})
 	return &a.ents[len(a.ents)-1]
 }
 

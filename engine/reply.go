@@ -1,5 +1,7 @@
 package engine
 
+import "strconv"
+
 // Reply is a protocol-neutral command reply. resp/ encodes it as RESP2 or RESP3
 // (see resp.AppendReply). The concrete types are closed: only the ones below.
 type Reply interface{ isReply() }
@@ -42,17 +44,57 @@ type Set []Reply
 // EntryReply is one stream entry, [id, [field, value, ...]]: encoded exactly
 // as Array{BulkString(id), Array{BulkString(field), ...}}, but without a
 // boxed reply per field. XREADGROUP delivers entries by the hundred, and the
-// boxes were most of its allocations. Fields are copies the reply owns
-// (entryArena).
+// boxes were most of its allocations. The fields are kept as they go on the
+// wire (RESP2 and RESP3 encode a bulk string alike): Enc holds N bulk
+// strings, "$<len>\r\n<bytes>\r\n" each, back to back. Enc is a copy the
+// reply owns (entryArena); a connection writes it out with one copy.
 type EntryReply struct {
-	ID     ID
-	Fields [][]byte
+	ID  ID
+	N   int
+	Enc []byte
+}
+
+// appendBulkField appends f as a RESP bulk string (EntryReply.Enc).
+func appendBulkField(b, f []byte) []byte {
+	b = append(b, '$')
+	b = strconv.AppendUint(b, uint64(len(f)), 10)
+	b = append(b, '\r', '\n')
+	b = append(b, f...)
+	return append(b, '\r', '\n')
+}
+
+// bulkFieldSize is len(appendBulkField(nil, f)) for len(f) == n.
+func bulkFieldSize(n int) int {
+	d := 1
+	for x := n; x >= 10; x /= 10 {
+		d++
+	}
+	return n + d + 5
+}
+
+// Fields decodes e's fields and values (copies of nothing: they point into
+// Enc).
+func (e *EntryReply) Fields() [][]byte {
+	out := make([][]byte, 0, e.N)
+	b := e.Enc
+	for len(b) > 0 && b[0] == '$' {
+		i := 1
+		n := 0
+		for ; i < len(b) && b[i] != '\r'; i++ {
+			n = n*10 + int(b[i]-'0')
+		}
+		i += 2 // "\r\n"
+		out = append(out, b[i:i+n:i+n])
+		b = b[i+n+2:]
+	}
+	return out
 }
 
 // Array is e as nested Arrays.
 func (e *EntryReply) Array() Array {
-	fa := make(Array, len(e.Fields))
-	for i, f := range e.Fields {
+	fields := e.Fields()
+	fa := make(Array, len(fields))
+	for i, f := range fields {
 		fa[i] = BulkString(f)
 	}
 	return Array{BulkString(e.ID.Append(nil)), fa}

@@ -72,6 +72,21 @@ func newClient(id int64, rc redcon.Conn) *client {
 // write appends r to the connection's output buffer (flushed by redcon
 // after the pipeline, or by flushNow).
 func (c *client) write(r reply, proto int) {
+	if replySize(r) > maxEncBuf {
+		// A large reply (XREADGROUP COUNT 100 over several streams is
+		// ~100 KB) is encoded in a buffer shared through bigEnc: growing a
+		// fresh one for each would allocate twice the reply per call.
+		bp, _ := bigEnc.Get().(*[]byte)
+		if bp == nil {
+			bp = new([]byte)
+		}
+		*bp = AppendReply((*bp)[:0], r, proto)
+		c.writeRaw(*bp)
+		if cap(*bp) <= maxPooledEnc {
+			bigEnc.Put(bp)
+		}
+		return
+	}
 	// Encoded in a buffer of the connection's (WriteRaw copies it), kept
 	// unless a large reply grew it.
 	c.enc = AppendReply(c.enc[:0], r, proto)
@@ -83,6 +98,12 @@ func (c *client) write(r reply, proto int) {
 
 // maxEncBuf is the largest reply encoding buffer a connection keeps.
 const maxEncBuf = 16 << 10
+
+// bigEnc holds *[]byte encoding buffers for replies over maxEncBuf, shared
+// by all connections; maxPooledEnc is the largest one it keeps.
+var bigEnc sync.Pool
+
+const maxPooledEnc = 4 << 20
 
 // writeRaw appends an already encoded reply (a forwarded one).
 // Past the output buffer limit the reply is dropped and the connection

@@ -32,11 +32,8 @@ func AppendReply(b []byte, r engine.Reply, proto int) []byte {
 		var idb [48]byte
 		b = appendLen(b, '*', 2)
 		b = appendBulk(b, v.ID.Append(idb[:0]))
-		b = appendLen(b, '*', len(v.Fields))
-		for _, f := range v.Fields {
-			b = appendBulk(b, f)
-		}
-		return b
+		b = appendLen(b, '*', v.N)
+		return append(b, v.Enc...)
 	case engine.Map:
 		if proto >= 3 {
 			b = appendLen(b, '%', len(v)/2)

@@ -422,11 +422,7 @@ func replySize(r reply) int64 {
 	case engine.Array:
 		return listSize(v)
 	case *engine.EntryReply:
-		n := int64(4 + 4 + 6 + 20) // "*2", the fields' header, the ID's bulk
-		for _, f := range v.Fields {
-			n += int64(len(f)) + 6
-		}
-		return n
+		return int64(4+4+6+20) + int64(len(v.Enc)) // "*2", the fields' header, the ID's bulk
 	case engine.Map:
 		return listSize(v)
 	case engine.PairMap:

@@ -1,10 +1,14 @@
 package resp
 
 import (
+	"bytes"
 	"net"
+	"runtime"
 	"testing"
 
 	"github.com/tidwall/redcon"
+
+	"github.com/raftstream/raftstream/engine"
 )
 
 // sinkConn is a redcon connection that only counts what is written to it.
@@ -75,5 +79,46 @@ func BenchmarkPipelineXAdd16(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		s.runPipeline(c, argvs)
+	}
+}
+
+// TestLargeReplyEncodingIsReused: a large reply (a drain's XREADGROUP, ~100
+// KB) is encoded into a buffer shared between writes, not into a new one
+// grown by doubling per reply, which allocated twice the reply each time.
+func TestLargeReplyEncodingIsReused(t *testing.T) {
+	be := newFakeBackend(1)
+	s := New(be, DefaultConfig())
+	c, sc := pipelineClient(s)
+	entries := make(engine.Array, 400)
+	field := []byte("$5\r\nhello\r\n$5\r\nworld\r\n")
+	for i := range entries {
+		entries[i] = &engine.EntryReply{ID: engine.ID{Ms: uint64(i + 1)}, N: 2, Enc: bytes.Repeat(field, 10)}
+	}
+	r := engine.Array{engine.Array{engine.BulkString("s"), entries}}
+	c.write(r, 2)
+	size := sc.written
+	if size < 64<<10 {
+		t.Fatalf("reply of %d bytes, want a large one", size)
+	}
+	var m0, m1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m0)
+	const runs = 20
+	for range runs {
+		c.write(r, 2)
+	}
+	runtime.ReadMemStats(&m1)
+	per := float64(m1.TotalAlloc-m0.TotalAlloc) / runs
+	t.Logf("%.0f bytes allocated per write of a %d-byte reply", per, size)
+	if raceEnabled {
+		// sync.Pool keeps only some buffers under -race: the bound is
+		// checked by the plain run, the bytes written by both.
+		per = 0
+	}
+	if per > float64(size)/4 {
+		t.Fatalf("%.0f bytes allocated per write of a %d-byte reply, want under a quarter of it", per, size)
+	}
+	if sc.written != (runs+1)*size {
+		t.Fatalf("wrote %d bytes, want %d", sc.written, (runs+1)*size)
 	}
 }
