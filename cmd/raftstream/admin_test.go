@@ -42,8 +42,16 @@ func scrape(t *testing.T, adminAddr string) map[string]float64 {
 	}
 	line := regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*(\{[^}]*\})?) (\S+)$`)
 	out := map[string]float64{}
+	// A series or a family's HELP/TYPE line given twice makes Prometheus
+	// reject the whole scrape.
+	meta := map[string]bool{}
 	for _, l := range strings.Split(strings.TrimSpace(body), "\n") {
 		if strings.HasPrefix(l, "# HELP ") || strings.HasPrefix(l, "# TYPE ") {
+			key := strings.Join(strings.Fields(l)[:3], " ")
+			if meta[key] {
+				t.Fatalf("/metrics has %q twice", key)
+			}
+			meta[key] = true
 			continue
 		}
 		m := line.FindStringSubmatch(l)
@@ -53,6 +61,9 @@ func scrape(t *testing.T, adminAddr string) map[string]float64 {
 		v, err := strconv.ParseFloat(m[3], 64)
 		if err != nil {
 			t.Fatalf("metrics line %q: %v", l, err)
+		}
+		if _, dup := out[m[1]]; dup {
+			t.Fatalf("/metrics has series %s twice", m[1])
 		}
 		out[m[1]] = v
 	}
