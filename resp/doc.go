@@ -1,5 +1,8 @@
-// Package resp is raftstream's client-facing server: RESP2/RESP3 over TCP
-// (tidwall/redcon), one connection goroutine each.
+// Package resp is raftstream's client-facing server: RESP2/RESP3 over TCP,
+// one connection goroutine each. The connection loop and command reader are
+// conn.go's (redcon's loop and parser, reading a pipeline with two
+// allocations instead of several per command); handlers see redcon's Conn
+// and Command types, and replies go through redcon's Writer.
 //
 // # How a command runs
 //
@@ -20,15 +23,14 @@
 //
 // # Pipelining
 //
-// A connection's pipelined commands are taken together (redcon's
-// ReadPipeline). Consecutive plain writes are submitted without waiting, so
+// A connection's pipelined commands are taken together (ReadPipeline). Consecutive plain writes are submitted without waiting, so
 // they share Raft entries with other clients' writes; consecutive plain reads
 // on a shard run under one Read (one read fence). A read waits for the writes
 // before it and a write for the reads before it, so the connection sees its
 // commands in order; replies are written in order. Pipelined writes in flight
 // per shard are bounded (Config.MaxInFlight): past it, connections wait
 // rather than overflow the shard's queue. The protocol guard (guard.go)
-// enforces proto-max-bulk-len before redcon buffers anything.
+// enforces proto-max-bulk-len before the reader buffers anything.
 //
 // # Transactions
 //

@@ -78,7 +78,7 @@ type Server struct {
 	cfg Config
 	be  Backend
 	log *slog.Logger
-	rs  *redcon.Server
+	rs  *connServer
 
 	started time.Time
 	nextID  atomic.Int64
@@ -146,7 +146,7 @@ func New(be Backend, cfg Config) *Server {
 // after a shutdown.
 func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
-	s.rs = redcon.NewServer(ln.Addr().String(), s.serveRESP, s.accept, s.closed)
+	s.rs = newConnServer(s.serveRESP, s.accept, s.closed)
 	rs := s.rs
 	s.mu.Unlock()
 	ln = guardListener{Listener: outListener{Listener: ln, lim: &s.buf}, maxBulk: s.cfg.ProtoMaxBulkLen, lim: &s.buf}
@@ -187,7 +187,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// drainListener delays reporting the listener's closure to redcon (which
+// drainListener delays reporting the listener's closure to connServer (which
 // then closes every connection) until in-flight batches have finished.
 type drainListener struct {
 	net.Listener
