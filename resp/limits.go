@@ -91,6 +91,8 @@ type limitConn struct {
 	lim  Limits
 	n    *ConnCounter
 	once sync.Once
+	// wdl is the write deadline last set (unix ns; 0 = none).
+	wdl atomic.Int64
 }
 
 func (c *limitConn) Read(p []byte) (int, error) {
@@ -101,8 +103,15 @@ func (c *limitConn) Read(p []byte) (int, error) {
 }
 
 func (c *limitConn) Write(p []byte) (int, error) {
-	if c.lim.WriteTimeout > 0 {
-		_ = c.Conn.SetWriteDeadline(time.Now().Add(c.lim.WriteTimeout))
+	if t := c.lim.WriteTimeout; t > 0 {
+		// A write may take WriteTimeout (at least 7/8 of it): the deadline
+		// is moved only once it is that close, not on every reply (each
+		// move is a timer update).
+		dl := time.Now().Add(t).UnixNano()
+		if dl-c.wdl.Load() > int64(t/8) {
+			c.wdl.Store(dl)
+			_ = c.Conn.SetWriteDeadline(time.Unix(0, dl))
+		}
 	}
 	n, err := c.Conn.Write(p)
 	if err != nil {

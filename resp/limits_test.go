@@ -201,3 +201,42 @@ func TestSlowReaderDisconnected(t *testing.T) {
 		t.Errorf("heap grew from %d to %d MB after the slow reader was dropped", before>>20, ms.HeapInuse>>20)
 	}
 }
+
+// deadlineCounter is a connection that counts write-deadline moves.
+type deadlineCounter struct {
+	net.Conn
+	moves int
+	last  time.Time
+}
+
+func (c *deadlineCounter) SetWriteDeadline(t time.Time) error { c.moves++; c.last = t; return nil }
+func (c *deadlineCounter) Write(p []byte) (int, error)        { return len(p), nil }
+
+// TestWriteDeadlineMovedRarely: each reply written bounds the write by
+// the write timeout, but the socket's deadline (a timer update) moves only
+// when it is within 1/8 of the timeout of the one set, not per reply.
+func TestWriteDeadlineMovedRarely(t *testing.T) {
+	dc := &deadlineCounter{}
+	const timeout = 10 * time.Second
+	c := &limitConn{Conn: dc, lim: Limits{WriteTimeout: timeout}}
+	for range 1000 {
+		start := time.Now()
+		if _, err := c.Write([]byte("+OK\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		if left := dc.last.Sub(start); left < timeout*7/8 {
+			t.Fatalf("a write got %v before its deadline, want at least %v", left, timeout*7/8)
+		}
+	}
+	if dc.moves != 1 {
+		t.Fatalf("deadline moved %d times over 1000 quick writes, want once", dc.moves)
+	}
+	// Later, once less than 7/8 of the timeout is left, it moves again.
+	c.wdl.Add(-int64(timeout / 4))
+	if _, err := c.Write([]byte("+OK\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	if dc.moves != 2 {
+		t.Fatalf("deadline moved %d times, want 2 once it had come close", dc.moves)
+	}
+}
