@@ -372,8 +372,11 @@ func (l *Log) maybeExtend(seg *segment) {
 	}()
 }
 
+// zeroPage is the source of writeZeros (read only).
+var zeroPage [64 << 10]byte
+
 func writeZeros(f *os.File, off, n int64) error {
-	z := make([]byte, min(n, 1<<20))
+	z := zeroPage[:]
 	for n > 0 {
 		k := min(n, int64(len(z)))
 		if _, err := f.WriteAt(z[:k], off); err != nil {
