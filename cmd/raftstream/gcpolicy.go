@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 )
 
 // gcOptions is the Go memory policy of the process (--go-gc-percent,
@@ -28,8 +29,9 @@ import (
 // past the live data, but never needs to collect before floor, so a node
 // with little data collects less often than under GOGC=100. With a memory
 // limit the runtime also returns freed pages to the OS promptly rather than
-// over minutes. GOGC or GOMEMLIMIT in the environment turn the policy off
-// (the runtime's own settings win).
+// over minutes; and a node that goes quiet after a burst of work gives back
+// the headroom and the burst's garbage (trimWhenIdle). GOGC or GOMEMLIMIT in
+// the environment turn the policy off (the runtime's own settings win).
 type gcOptions struct {
 	percent int
 	floor   sizeFlag
@@ -75,6 +77,7 @@ type gcTuner struct {
 	floor, limit int64
 	samples      []metrics.Sample
 	set          atomic.Int64 // the limit last set (tests, logs)
+	trims        atomic.Int64 // idle trims done (tests)
 	stopped      atomic.Bool
 }
 
@@ -102,8 +105,53 @@ func startGCPolicy(o gcOptions, log *slog.Logger) (stop func()) {
 	t.tune()
 	debug.SetGCPercent(-1)
 	t.arm()
+	done := make(chan struct{})
+	go t.trimWhenIdle(time.Second, done)
 	log.Info("Go memory policy", "gc_percent", o.percent, "floor", int64(o.floor), "limit", int64(o.limit))
-	return func() { t.stopped.Store(true) }
+	return func() { t.stopped.Store(true); close(done) }
+}
+
+// Idle trim: the heap may be percent past its live data while the node
+// works, but a node that went quiet after a burst (a bulk load, a drain)
+// would hold that headroom, and the burst's garbage, for as long as it
+// stays quiet. trimWhenIdle checks every period how much the process
+// allocated; once a period allocates less than idleAllocBytes after at
+// least burstAllocBytes were allocated since the last trim, it collects and
+// returns the freed memory to the OS (debug.FreeOSMemory): one collection
+// per burst, none while the node is busy or stays idle.
+const (
+	idleAllocBytes  = 1 << 20
+	burstAllocBytes = 32 << 20
+)
+
+func (t *gcTuner) trimWhenIdle(period time.Duration, done <-chan struct{}) {
+	allocs := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	read := func() uint64 {
+		metrics.Read(allocs)
+		if allocs[0].Value.Kind() != metrics.KindUint64 {
+			return 0
+		}
+		return allocs[0].Value.Uint64()
+	}
+	tick := time.NewTicker(period)
+	defer tick.Stop()
+	last := read()
+	trimmed := last
+	for {
+		select {
+		case <-done:
+			return
+		case <-tick.C:
+		}
+		now := read()
+		if now-last < idleAllocBytes && now-trimmed >= burstAllocBytes {
+			debug.FreeOSMemory()
+			t.trims.Add(1)
+			now = read()
+			trimmed = now
+		}
+		last = now
+	}
 }
 
 func envSet(names ...string) string {

@@ -74,3 +74,45 @@ func TestGCPolicyFollowsTheLiveHeap(t *testing.T) {
 	}
 	runtime.KeepAlive(live)
 }
+
+// TestIdleTrimAfterABurst: once the process goes quiet after allocating a
+// burst, the policy collects and returns the freed memory to the OS, once;
+// not while allocation goes on, and not again while it stays quiet.
+func TestIdleTrimAfterABurst(t *testing.T) {
+	tu := &gcTuner{}
+	done := make(chan struct{})
+	defer close(done)
+	go tu.trimWhenIdle(100*time.Millisecond, done)
+	var sink []byte
+	// Busy: well over idleAllocBytes per period, for 1 s.
+	for end := time.Now().Add(time.Second); time.Now().Before(end); {
+		for range 64 {
+			sink = make([]byte, 64<<10)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := tu.trims.Load(); n != 0 {
+		t.Fatalf("%d trims while allocating, want none", n)
+	}
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	// Quiet.
+	deadline := time.Now().Add(3 * time.Second)
+	for tu.trims.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := tu.trims.Load(); n != 1 {
+		t.Fatalf("%d trims after going quiet, want 1", n)
+	}
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	if after.NumGC <= before.NumGC || after.HeapReleased <= before.HeapReleased {
+		t.Errorf("trim: GCs %d -> %d, HeapReleased %d -> %d; want a collection and memory released",
+			before.NumGC, after.NumGC, before.HeapReleased, after.HeapReleased)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if n := tu.trims.Load(); n != 1 {
+		t.Fatalf("%d trims while staying quiet, want still 1", n)
+	}
+	runtime.KeepAlive(sink)
+}
