@@ -227,10 +227,12 @@ func (s *Shard) propose(batch []*proposal) {
 	data := EncodeBatch(nil, &b)
 	s.noteBatch(batchCommands(b.Units))
 	start := time.Now()
+	s.m.rememberProposed(data, &b)
 	af := s.raft.Apply(data, s.cfg.EnqueueTimeout)
 	s.waiters.Add(1)
 	go func() {
 		defer s.waiters.Done()
+		defer s.m.forgetProposed(data)
 		timer := time.AfterFunc(s.cfg.ApplyTimeout, func() {
 			err := fmt.Errorf("%w: not applied within %v", ErrUnknownOutcome, s.cfg.ApplyTimeout)
 			for _, p := range batch {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/raft"
 
@@ -31,6 +32,42 @@ type machine struct {
 	// pendingSignals holds keys signalled by an engine that DEBUG RELOAD
 	// replaced before ApplyBatch could take them.
 	pendingSignals []string
+
+	// proposed maps the entries this replica proposed and has not seen
+	// answered (the address of their data's first byte) to the batches
+	// they encode. On the leader raft hands ApplyBatch the very []byte
+	// given to Apply, so an entry proposed here is applied from its batch
+	// without decoding it again: the same commands, byte for byte, since
+	// the entry was encoded from them and is never modified.
+	proposed sync.Map // *byte → *Batch
+	// decoded counts the entries applied by decoding them (tests).
+	decoded atomic.Int64
+}
+
+// rememberProposed records that data, about to be proposed, encodes b.
+func (m *machine) rememberProposed(data []byte, b *Batch) {
+	if len(data) > 0 {
+		m.proposed.Store(&data[0], b)
+	}
+}
+
+// forgetProposed drops data's batch once the proposal is answered.
+func (m *machine) forgetProposed(data []byte) {
+	if len(data) > 0 {
+		m.proposed.Delete(&data[0])
+	}
+}
+
+// batchOf is l's batch: the one proposed here if l carries that data,
+// else decoded from it.
+func (m *machine) batchOf(l *raft.Log) (*Batch, error) {
+	if len(l.Data) > 0 {
+		if v, ok := m.proposed.Load(&l.Data[0]); ok {
+			return v.(*Batch), nil
+		}
+	}
+	m.decoded.Add(1)
+	return DecodeBatch(l.Data)
 }
 
 var _ raft.BatchingFSM = (*machine)(nil)
@@ -56,7 +93,7 @@ func (m *machine) ApplyBatch(logs []*raft.Log) []any {
 		if l.Type != raft.LogCommand {
 			continue
 		}
-		b, err := DecodeBatch(l.Data)
+		b, err := m.batchOf(l)
 		if err != nil {
 			m.mu.Unlock()
 			m.log.Error("undecodable log entry; stopping replica", "shard", m.shard, "index", l.Index, "term", l.Term, "err", err)

@@ -2,10 +2,13 @@ package fsm
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -103,5 +106,56 @@ func TestRestoreRejectsGarbage(t *testing.T) {
 	}
 	if m2.lastNow != 5 {
 		t.Fatalf("lastNow %d, want 5", m2.lastNow)
+	}
+}
+
+// TestLeaderAppliesItsProposalsWithoutDecoding: entries the leader
+// proposed are applied from the batches they were encoded from (nothing
+// decoded, nothing left remembered afterwards); a replica that reopens
+// replays the same entries from its log by decoding them, to the same
+// state.
+func TestLeaderAppliesItsProposalsWithoutDecoding(t *testing.T) {
+	dir := t.TempDir()
+	r := openReplica(t, dir, "n1", "127.0.0.1:0", nil)
+	if err := r.BootstrapIfEmpty([]raft.Server{r.server()}); err != nil {
+		t.Fatal(err)
+	}
+	waitLeader(t, r)
+	decodedBefore := r.m.decoded.Load() // the bootstrap configuration entry is not a command
+	const n = 50
+	for i := range n {
+		rs := apply(t, r.Shard, unit(cmd("XADD", "s", fmt.Sprintf("%d-1", i+1), "f", strconv.Itoa(i)), cmd("XLEN", "s")))
+		if got := rs[1]; got != engine.Integer(i+1) {
+			t.Fatalf("XLEN after %d XADDs = %#v", i+1, got)
+		}
+	}
+	if d := r.m.decoded.Load() - decodedBefore; d != 0 {
+		t.Fatalf("the leader decoded %d of its own entries, want 0", d)
+	}
+	left := 0
+	r.m.proposed.Range(func(any, any) bool { left++; return true })
+	if left != 0 {
+		t.Fatalf("%d answered proposals still remembered", left)
+	}
+	r.close(t)
+
+	r2 := openReplica(t, dir, "n1", "127.0.0.1:0", nil)
+	waitLeader(t, r2)
+	waitFor(t, 10*time.Second, "the log replayed", func() bool {
+		var l int64
+		r2.StaleRead(func(e *engine.Engine) {
+			if v, ok := e.Exec(0, cmd("XLEN", "s")).(engine.Integer); ok {
+				l = int64(v)
+			}
+		})
+		return l == n
+	})
+	if r2.m.decoded.Load() < n {
+		t.Fatalf("replay decoded %d entries, want at least %d", r2.m.decoded.Load(), n)
+	}
+	var last engine.Reply
+	r2.StaleRead(func(e *engine.Engine) { last = e.Exec(0, cmd("XRANGE", "s", "-", "+", "COUNT", "1")) })
+	if got := fmt.Sprintf("%s", last); !strings.Contains(got, "1-1") || !strings.Contains(got, "f 0") {
+		t.Fatalf("first entry after replay: %s", got)
 	}
 }
