@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/tidwall/redcon"
@@ -71,6 +72,7 @@ func (s *connServer) Serve(ln net.Listener) error {
 		s.conns = nil
 		s.mu.Unlock()
 	}()
+	var backoff time.Duration
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
@@ -80,8 +82,13 @@ func (s *connServer) Serve(ln net.Listener) error {
 			if done || errors.Is(err, net.ErrClosed) {
 				return nil
 			}
+			// Out of file descriptors and the like: retry, but not in a
+			// tight loop (redcon's did, taking a core while it lasted).
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			time.Sleep(backoff)
 			continue
 		}
+		backoff = 0
 		c := &rconn{nc: nc, addr: nc.RemoteAddr().String(), wr: redcon.NewWriter(nc), rd: newCmdReader(nc)}
 		s.mu.Lock()
 		if s.conns == nil {
