@@ -277,6 +277,7 @@ type cmdSpan struct{ end, m, n int }
 const (
 	minReadBuf     = 4096
 	maxKeptReadBuf = 64 << 10
+	maxKeptCmds    = 1024 // commands of one read whose slices a reader keeps
 )
 
 func newCmdReader(r io.Reader) *cmdReader {
@@ -324,9 +325,14 @@ func (rd *cmdReader) readCommands() ([]redcon.Command, error) {
 // parse takes the complete commands at the front of the buffered bytes.
 func (rd *cmdReader) parse() ([]redcon.Command, error) {
 	b := rd.buf[rd.start:rd.end]
-	rd.cmds = rd.cmds[:0]
-	rd.marks = rd.marks[:0]
-	rd.spans = rd.spans[:0]
+	// The previous read's commands were all run: drop them (they would keep
+	// that read's bytes alive), and do not keep what a bulk load grew.
+	if cap(rd.cmds) > maxKeptCmds || cap(rd.marks) > 16*maxKeptCmds {
+		rd.cmds, rd.marks, rd.spans = nil, nil, nil
+	} else {
+		clear(rd.cmds[:cap(rd.cmds)])
+		rd.cmds, rd.marks, rd.spans = rd.cmds[:0], rd.marks[:0], rd.spans[:0]
+	}
 	// pos is where the next command starts in b; RESP commands seen since
 	// the last inline one are in spans, to be cut out together.
 	pos, from := 0, 0

@@ -204,3 +204,38 @@ func TestAcceptErrorsBackOff(t *testing.T) {
 		t.Fatalf("%d accepts in 0.5 s of failures, want a few (backing off)", n)
 	}
 }
+
+// TestCmdReaderKeepsNoEarlierRead: once a read's commands have run, the
+// reader holds nothing of them (they would keep the read's bytes alive),
+// and a bulk read's slices are not kept for the reads after it.
+func TestCmdReaderKeepsNoEarlierRead(t *testing.T) {
+	var bulk bytes.Buffer
+	for range 3000 {
+		bulk.WriteString("*2\r\n$3\r\nGET\r\n$1\r\nk\r\n")
+	}
+	one := "*1\r\n$4\r\nPING\r\n"
+	src := &chunkReader{}
+	rd := newCmdReader(src)
+	for _, tc := range []struct {
+		in   string
+		want int
+	}{{one + one + one, 3}, {one, 1}, {bulk.String(), 3000}, {one, 1}} {
+		src.data = []byte(tc.in)
+		got := 0
+		for got < tc.want {
+			cmds, err := rd.readCommands()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got += len(cmds)
+		}
+		for i, c := range rd.cmds[len(rd.cmds):cap(rd.cmds)] {
+			if c.Args != nil || c.Raw != nil {
+				t.Fatalf("after a read of %d commands, slot %d still holds an earlier command", tc.want, len(rd.cmds)+i)
+			}
+		}
+	}
+	if cap(rd.cmds) > maxKeptCmds {
+		t.Fatalf("the reader kept room for %d commands after the bulk read", cap(rd.cmds))
+	}
+}
