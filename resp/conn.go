@@ -91,12 +91,6 @@ func (s *connServer) Serve(ln net.Listener) error {
 		backoff = 0
 		c := &rconn{nc: nc, addr: nc.RemoteAddr().String(), wr: redcon.NewWriter(nc), rd: newCmdReader(nc)}
 		s.mu.Lock()
-		if s.conns == nil {
-			// Serve is returning: the deferred sweep has run.
-			s.mu.Unlock()
-			nc.Close()
-			continue
-		}
 		s.conns[c] = true
 		s.mu.Unlock()
 		if s.accept != nil && !s.accept(c) {
