@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -512,5 +513,91 @@ func TestLingerCarriesCommandsArrivingDuringAWrite(t *testing.T) {
 			t.Errorf("MaxLinger %v: 3 commands in %d entries, want %d", tc.linger, entries, tc.want)
 		}
 		s.close(t)
+	}
+}
+
+// countingTransport counts the AppendEntries RPCs that reach raft through
+// the consumer channel: every one but heartbeats (which NetworkTransport
+// hands to raft's heartbeat handler directly).
+type countingTransport struct {
+	*raft.NetworkTransport
+	ch      chan raft.RPC
+	appends atomic.Int64
+}
+
+func (c *countingTransport) Consumer() <-chan raft.RPC { return c.ch }
+
+// TestIdleShardSendsFewAppends: a shard with nothing to replicate sends each
+// follower only the periodic AppendEntries that carries the commit index,
+// at most one per CommitTimeout (50 ms): at 20 ms these made an idle
+// 3-node × 16-shard cluster spend half a core. Heartbeats are not counted.
+func TestIdleShardSendsFewAppends(t *testing.T) {
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done) }) // runs after the replicas' cleanups
+	rs := make([]*replica, 3)
+	cts := make([]*countingTransport, 3)
+	for i := range rs {
+		rs[i] = openReplica(t, t.TempDir(), raft.ServerID("n"+strconv.Itoa(i+1)), "127.0.0.1:0", func(c *Config) {
+			c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = time.Second, time.Second, 500*time.Millisecond
+			nt := c.Transport.(*raft.NetworkTransport)
+			ct := &countingTransport{NetworkTransport: nt, ch: make(chan raft.RPC)}
+			go func() {
+				for {
+					select {
+					case rpc := <-nt.Consumer():
+						if _, ok := rpc.Command.(*raft.AppendEntriesRequest); ok {
+							ct.appends.Add(1)
+						}
+						select {
+						case ct.ch <- rpc:
+						case <-done:
+							return
+						}
+					case <-done:
+						return
+					}
+				}
+			}()
+			cts[i] = ct
+			c.Transport = ct
+		})
+	}
+	servers := []raft.Server{rs[0].server(), rs[1].server(), rs[2].server()}
+	for _, r := range rs {
+		if err := r.BootstrapIfEmpty(servers); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := leaderOf(t, rs)
+	apply(t, l.Shard, incr)
+	waitFor(t, 5*time.Second, "the followers to apply the write", func() bool {
+		for _, r := range rs {
+			var n int
+			r.StaleRead(func(e *engine.Engine) { n = e.Config().NodeMaxEntries })
+			if n != 1 {
+				return false
+			}
+		}
+		return true
+	})
+	const idle, period = 2 * time.Second, 50 * time.Millisecond
+	before := make([]int64, len(rs))
+	for i := range rs {
+		before[i] = cts[i].appends.Load()
+	}
+	time.Sleep(idle)
+	limit := int64(idle/period) + 2
+	for i, r := range rs {
+		if r == l {
+			continue
+		}
+		n := cts[i].appends.Load() - before[i]
+		t.Logf("follower %s: %d appends in %v of idleness", r.id, n, idle)
+		if n > limit {
+			t.Errorf("follower %s got %d AppendEntries in %v with nothing to replicate, want at most %d (one per %v)", r.id, n, idle, limit, period)
+		}
+		if n == 0 {
+			t.Errorf("follower %s got no AppendEntries in %v: the commit-index refresh is gone (raft's replicate loop)", r.id, idle)
+		}
 	}
 }
