@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -85,8 +86,27 @@ func (p *proposal) merge(applied []engine.Reply) []engine.Reply {
 	return out
 }
 
-// enqueue hands p to the batcher without blocking.
+// enqueue hands p to the batcher. It does not block, except on a replica
+// that lost its leader a moment ago (electionPending): it then waits, at
+// most one election timeout, for the shard's next leader, and proposes
+// here if that is this replica, or fails naming it (a client gets MOVED to
+// the new leader instead of TRYAGAIN). A leader that steps down for a
+// leadership transfer learns its successor a few milliseconds later; every
+// command sent to it meanwhile used to fail with "no leader".
 func (s *Shard) enqueue(p *proposal) error {
+	err := s.tryEnqueue(p)
+	var nl *NotLeaderError
+	if !errors.As(err, &nl) || nl.LeaderID != "" || !s.electionPending() {
+		return err
+	}
+	if nl = s.awaitLeader(); nl != nil {
+		return nl
+	}
+	return s.tryEnqueue(p)
+}
+
+// tryEnqueue hands p to the batcher without blocking.
+func (s *Shard) tryEnqueue(p *proposal) error {
 	s.subMu.RLock()
 	defer s.subMu.RUnlock()
 	if s.closed {

@@ -601,3 +601,56 @@ func TestIdleShardSendsFewAppends(t *testing.T) {
 		}
 	}
 }
+
+// TestSubmitDuringElectionNamesTheNewLeader: a replica that has just lost its
+// leader does not answer "leader unknown" at once (a client would get
+// TRYAGAIN): it waits for the election and names the winner, or proposes
+// the unit itself if it won.
+func TestSubmitDuringElectionNamesTheNewLeader(t *testing.T) {
+	rs := clusterOf3(t)
+	old := leaderOf(t, rs)
+	apply(t, old.Shard, incr)
+	var rest []*replica
+	for _, r := range rs {
+		if r != old {
+			rest = append(rest, r)
+		}
+	}
+	old.close(t)
+	// Catch a survivor in the election: its heartbeat timeout expired and
+	// it knows no leader. The window lasts a few round trips, so poll fast.
+	var r *replica
+	for deadline := time.Now().Add(10 * time.Second); r == nil; time.Sleep(100 * time.Microsecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no survivor was ever seen without a leader")
+		}
+		for _, x := range rest {
+			if id, _ := x.Leader(); id == "" && !x.IsLeader() {
+				r = x
+				break
+			}
+		}
+	}
+	start := time.Now()
+	_, err := r.Submit(incr).Wait(context.Background())
+	took := time.Since(start)
+	var nl *NotLeaderError
+	switch {
+	case err == nil:
+		if !r.IsLeader() {
+			t.Fatalf("%s applied the unit but does not lead", r.id)
+		}
+	case errors.As(err, &nl):
+		// No leader after a whole election timeout (a split vote) may
+		// still be answered as unknown; at once, it may not.
+		if nl.LeaderID == "" && took < 900*time.Millisecond {
+			t.Fatalf("%s answered %v after %v, during the election: it should have waited for the new leader", r.id, err, took)
+		}
+		if nl.LeaderID == string(old.id) || nl.LeaderID == string(r.id) {
+			t.Fatalf("%s named %s as the new leader", r.id, nl.LeaderID)
+		}
+	default:
+		t.Fatalf("submit on %s during the election: %v", r.id, err)
+	}
+	t.Logf("%s during the election: err=%v after %v", r.id, err, took)
+}

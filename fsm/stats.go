@@ -111,18 +111,27 @@ type shardStats struct {
 	rejected, entries, leaderChanges, snapshots atomic.Uint64
 	inflight                                    atomic.Int64
 	batch, commit, snapshot                     *Histogram
+	// leaderLost is when raft last reported that this replica knows no
+	// leader (unix nanoseconds), 0 once it knows one (electionPending).
+	leaderLost atomic.Int64
 }
 
 // initStats sets up the histograms and counts leader changes with a Raft
-// observer whose filter does the counting and returns false: nothing is
-// ever queued on the channel, so no goroutine has to drain it.
+// observer whose filter does the counting (and notes when the leader was
+// lost) and returns false: nothing is ever queued on the channel, so no
+// goroutine has to drain it.
 func (s *Shard) initStats() {
 	s.stats.batch = NewHistogram(batchBounds)
 	s.stats.commit = NewHistogram(latencyBounds)
 	s.stats.snapshot = NewHistogram(latencyBounds)
 	s.raft.RegisterObserver(raft.NewObserver(make(chan raft.Observation), false, func(o *raft.Observation) bool {
-		if _, ok := o.Data.(raft.LeaderObservation); ok {
+		if lo, ok := o.Data.(raft.LeaderObservation); ok {
 			s.stats.leaderChanges.Add(1)
+			if lo.LeaderID == "" {
+				s.stats.leaderLost.Store(time.Now().UnixNano())
+			} else {
+				s.stats.leaderLost.Store(0)
+			}
 		}
 		return false
 	}))
