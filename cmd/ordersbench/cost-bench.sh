@@ -94,6 +94,7 @@ start_rs() {
     addr=127.0.0.1:$port0; flags=()
   else
     wait_until 1800 cluster_ok "$port0" || { echo "raftstream ${n}x$s did not form" >&2; tail -5 "$dir"/log*; exit 1; }
+    wait_balanced "$port0" "$s" 90 || echo "warning: raftstream ${n}x$s: leaders not spread evenly after 90 s" >&2
     addr=""
     for ((i = 0; i < n; i++)); do addr+="${addr:+,}127.0.0.1:${ports[i]}"; done
     flags=(-cluster)
