@@ -6,6 +6,8 @@
 # The last lines fit CPU = a × XADDs + b × log writes over the rows.
 # Usage: cmd/ordersbench/cluster-cost.sh [duration] [shard counts...]
 #        (default: 10s 16 3 1)
+# The load starts once the leaders are spread evenly (wait_balanced);
+# BALANCED=0 starts it at cluster_state:ok instead.
 set -u
 dur=${1:-10s}; shift || true
 shards_list=${*:-16 3 1}
@@ -54,5 +56,5 @@ print(f"fit: node CPU = {a * 1e6:.1f} us x XADDs + {b * 1e6:.0f} us x log writes
 for (x, w, y), r in zip(d, rows):
     m = a * x + b * w
     print(f"  {r['shards']:>3} shards: measured {y:.2f} s, model {m:.2f} s, log writes {b * w / m:.0%} of it, "
-          f"{3 * x / w:.0f} XADDs per write")
+          f"{3 * x / w:.0f} XADD copies per write")
 PY
