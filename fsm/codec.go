@@ -110,8 +110,12 @@ func unitSize(u Unit) int {
 
 // DecodeBatch decodes one entry. It never panics and never allocates more
 // than a small multiple of len(data), whatever the input; errors wrap
-// ErrCorruptEntry. The returned arguments do not alias data (the engine may
-// keep them); each unit's arguments share one allocation.
+// ErrCorruptEntry. The returned arguments are slices of data, not copies,
+// so data must not change afterwards; a raft log entry's Data never does.
+// The engine copies whatever it keeps of an argument
+// (TestEngineKeepsNoArgument), so an applied entry's bytes are not pinned by
+// the state. A follower thus applies an entry without copying it; each unit
+// allocates only its argument and command slices.
 func DecodeBatch(data []byte) (*Batch, error) {
 	if len(data) < entryHeader {
 		return nil, fmt.Errorf("%w: %d bytes", ErrCorruptEntry, len(data))
@@ -181,15 +185,15 @@ func (d *decoder) count(min int) int {
 	return int(v)
 }
 
-// unit reads the ncmds commands of a unit, copying their arguments into
-// one fresh buffer, with one slice backing every command's argv.
+// unit reads the ncmds commands of a unit, their arguments slices of d.buf,
+// with one slice backing every command's argv.
 func (d *decoder) unit(ncmds int) Unit {
 	if d.err != nil {
 		return nil
 	}
 	// First pass: validate the commands and size the buffers.
 	scan := decoder{buf: d.buf}
-	nargs, total := 0, 0
+	nargs := 0
 	for j := 0; j < ncmds && scan.err == nil; j++ {
 		argc := scan.count(1)
 		if scan.err == nil && argc == 0 {
@@ -202,7 +206,6 @@ func (d *decoder) unit(ncmds int) Unit {
 				break
 			}
 			scan.buf = scan.buf[n+int(l):]
-			total += int(l)
 		}
 		nargs += argc
 	}
@@ -210,7 +213,6 @@ func (d *decoder) unit(ncmds int) Unit {
 		d.err, d.buf = scan.err, nil
 		return nil
 	}
-	mem := make([]byte, total)
 	args := make([][]byte, nargs)
 	u := make(Unit, ncmds)
 	for j := range u {
@@ -219,9 +221,8 @@ func (d *decoder) unit(ncmds int) Unit {
 		args = args[argc:]
 		for i := range argv {
 			l := int(d.uvarint())
-			copy(mem, d.buf[:l])
-			argv[i] = mem[:l:l]
-			mem, d.buf = mem[l:], d.buf[l:]
+			argv[i] = d.buf[:l:l]
+			d.buf = d.buf[l:]
 		}
 		u[j] = argv
 	}

@@ -159,3 +159,166 @@ func TestLeaderAppliesItsProposalsWithoutDecoding(t *testing.T) {
 		t.Fatalf("first entry after replay: %s", got)
 	}
 }
+
+// TestEngineKeepsNoArgument: a follower's decoded arguments are slices of
+// the log entry (DecodeBatch), so the engine must copy whatever it keeps.
+// Every write command runs on two machines from separate encodings of the
+// same entries; one machine's entries are overwritten right after they
+// apply. A state that kept an argument would show the garbage: in a later
+// reply, a read, or the snapshot.
+func TestEngineKeepsNoArgument(t *testing.T) {
+	// Keys share the hash tag {t}: SETDLQ and RENAME need one slot.
+	entries := [][]Unit{
+		{unit(
+			cmd("XADD", "{t}s", "1-1", "f1", "v1", "f2", "v2"),
+			cmd("XADD", "{t}s", "*", "a", "b"),
+			cmd("XADD", "{t}s", "MAXLEN", "~", "100", "*", "x", "y"),
+			cmd("XADD", "{t}s", "IDMP", "producer-1", "iid-1", "*", "k", "v"),
+			cmd("XADD", "{t}s", "IDMPAUTO", "producer-2", "*", "k", "v2"),
+			cmd("XCFGSET", "{t}s", "IDMP-DURATION", "100", "IDMP-MAXSIZE", "50"),
+			cmd("XADD", "{t}other", "5-5", "field", "value"),
+		)},
+		{unit(
+			cmd("XGROUP", "CREATE", "{t}s", "group-1", "0"),
+			cmd("XGROUP", "CREATE", "{t}new", "group-2", "$", "MKSTREAM", "ENTRIESREAD", "0"),
+			cmd("XGROUP", "CREATECONSUMER", "{t}s", "group-1", "alice"),
+			cmd("XGROUP", "CREATE", "{t}s", "group-3", "0"),
+			cmd("XGROUP", "SETDLQ", "{t}s", "group-3", "1", "{t}dead"),
+		), unit(
+			cmd("XREADGROUP", "GROUP", "group-1", "bob", "COUNT", "2", "STREAMS", "{t}s", ">"),
+			cmd("XREADGROUP", "GROUP", "group-1", "carol", "STREAMS", "{t}s", ">"),
+			cmd("XREADGROUP", "GROUP", "group-3", "dan", "STREAMS", "{t}s", ">"),
+		)},
+		{unit(
+			cmd("XCLAIM", "{t}s", "group-1", "erin", "0", "1-1"),
+			cmd("XAUTOCLAIM", "{t}s", "group-1", "frank", "0", "0-0", "COUNT", "1"),
+			cmd("XAUTOCLAIM", "{t}s", "group-3", "gina", "0", "0-0"),
+			cmd("XNACK", "{t}s", "group-1", "FAIL", "IDS", "1", "1-1"),
+			cmd("XGROUP", "SETID", "{t}s", "group-3", "0", "ENTRIESREAD", "1"),
+			cmd("XREADGROUP", "GROUP", "group-3", "hank", "STREAMS", "{t}s", ">"),
+		)},
+		{unit(
+			cmd("SET", "{t}str", "string-value"),
+			cmd("RENAME", "{t}str", "{t}renamed"),
+			cmd("RENAME", "{t}other", "{t}moved"),
+			cmd("XGROUP", "CREATECONSUMER", "{t}new", "group-2", "ivan"),
+			cmd("XGROUP", "CREATE", "{t}new", "group-4", "0"),
+			cmd("XGROUP", "DESTROY", "{t}new", "group-4"),
+			cmd("XGROUP", "DELCONSUMER", "{t}s", "group-1", "alice"),
+			cmd("XADD", "{t}gone", "1-1", "a", "b"),
+			cmd("DEL", "{t}gone"),
+			cmd("XADD", "{t}gone2", "1-1", "a", "b"),
+			cmd("UNLINK", "{t}gone2"),
+		)},
+		{unit(
+			cmd("XADD", "{t}s", "*", "late", "entry"),
+			cmd("XREADGROUP", "GROUP", "group-1", "bob", "STREAMS", "{t}s", ">"),
+			cmd("XACK", "{t}s", "group-1", "1-1"),
+			cmd("XADD", "{t}s", "*", "more", "entries"),
+			cmd("XADD", "{t}s", "*", "and", "more"),
+			cmd("XTRIM", "{t}s", "MINID", "1-2"),
+			cmd("XDEL", "{t}moved", "5-5"),
+			cmd("XADD", "{t}s", "1800000000000-1", "for", "xdelex"),
+			cmd("XDELEX", "{t}s", "KEEPREF", "IDS", "1", "1800000000000-1"),
+			cmd("XSETID", "{t}new", "1000-0", "ENTRIESADDED", "3", "MAXDELETEDID", "500-0"),
+		)},
+	}
+	reads := [][][]byte{
+		cmd("XINFO", "STREAM", "{t}s", "FULL"),
+		cmd("XINFO", "STREAM", "{t}new", "FULL"),
+		cmd("XINFO", "STREAM", "{t}dead", "FULL"),
+		cmd("XINFO", "STREAM", "{t}moved", "FULL"),
+		cmd("XINFO", "GROUPS", "{t}s"),
+		cmd("XINFO", "CONSUMERS", "{t}s", "group-1"),
+		cmd("XPENDING", "{t}s", "group-1", "-", "+", "10"),
+		cmd("XRANGE", "{t}s", "-", "+"),
+		cmd("GET", "{t}renamed"),
+		cmd("SCAN", "0", "COUNT", "100"),
+	}
+	kept, scribbled := newTestMachine(), newTestMachine()
+	var repliesKept, repliesScribbled []string
+	for i, units := range entries {
+		b := &Batch{TS: int64(1700000000000 + i*1000), Units: units}
+		data := EncodeBatch(nil, b)
+		for _, r := range kept.ApplyBatch([]*raft.Log{{Index: uint64(i + 1), Type: raft.LogCommand, Data: bytes.Clone(data)}}) {
+			for u, rs := range r.([][]engine.Reply) {
+				for c, rep := range rs {
+					if e, ok := rep.(*engine.Error); ok {
+						t.Fatalf("entry %d, %q: %s", i, units[u][c], e.Msg)
+					}
+					repliesKept = append(repliesKept, fmt.Sprintf("%v", formatReply(rep)))
+				}
+			}
+		}
+		for _, r := range scribbled.ApplyBatch([]*raft.Log{{Index: uint64(i + 1), Type: raft.LogCommand, Data: data}}) {
+			for _, rs := range r.([][]engine.Reply) {
+				for _, rep := range rs {
+					repliesScribbled = append(repliesScribbled, fmt.Sprintf("%v", formatReply(rep)))
+				}
+			}
+		}
+		for j := range data {
+			data[j] = 'Z'
+		}
+	}
+	if got, want := strings.Join(repliesScribbled, "\n"), strings.Join(repliesKept, "\n"); got != want {
+		t.Fatalf("replies differ once earlier entries were overwritten:\n%s\nwant\n%s", got, want)
+	}
+	for _, argv := range reads {
+		var got, want string
+		scribbled.view(func(e *engine.Engine) { got = formatReply(e.Exec(1700000009000, argv)) })
+		kept.view(func(e *engine.Engine) { want = formatReply(e.Exec(1700000009000, argv)) })
+		if strings.Contains(want, "ERR") || got != want {
+			t.Fatalf("%q after the entries were overwritten:\n%s\nwant\n%s", argv, got, want)
+		}
+	}
+	snap := func(m *machine) []byte {
+		s, err := m.Snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		if err := s.(*fsmSnapshot).writeTo(&buf); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	if got, want := snap(scribbled), snap(kept); !bytes.Equal(got, want) {
+		t.Fatalf("snapshots differ once the entries were overwritten (%d and %d bytes)", len(got), len(want))
+	}
+}
+
+// formatReply renders r with every byte string in full (no pointers).
+func formatReply(r engine.Reply) string {
+	switch v := r.(type) {
+	case engine.Array:
+		return formatReplies("[", []engine.Reply(v), "]")
+	case engine.Map:
+		return formatReplies("map{", []engine.Reply(v), "}")
+	case engine.PairMap:
+		return formatReplies("pairs{", []engine.Reply(v), "}")
+	case engine.Set:
+		return formatReplies("set{", []engine.Reply(v), "}")
+	case engine.BulkString:
+		return strconv.Quote(string(v))
+	case *engine.EntryReply:
+		return formatReply(v.Array())
+	case *engine.Error:
+		return "ERR(" + v.Msg + ")"
+	default:
+		return fmt.Sprintf("%T(%v)", r, r)
+	}
+}
+
+func formatReplies(open string, rs []engine.Reply, close string) string {
+	var b strings.Builder
+	b.WriteString(open)
+	for i, r := range rs {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(formatReply(r))
+	}
+	b.WriteString(close)
+	return b.String()
+}
