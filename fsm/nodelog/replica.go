@@ -267,7 +267,8 @@ func (r *Replica) StoreLogs(logs []*raft.Log) error {
 	for _, lg := range logs {
 		size += headerLen + 33 + len(lg.Data) + len(lg.Extensions)
 	}
-	o.buf = make([]byte, 0, size)
+	o.buf = getRecordBuf(size)
+	defer func() { putRecordBuf(o.buf) }()
 	for i, lg := range logs {
 		if i > 0 && lg.Index != logs[i-1].Index+1 {
 			return fmt.Errorf("nodelog: log %s: entries %d and %d are not consecutive", idName(r.id), logs[i-1].Index, lg.Index)
@@ -276,7 +277,32 @@ func (r *Replica) StoreLogs(logs []*raft.Log) error {
 		o.buf = encodeEntry(o.buf, r.id, lg)
 		o.recLen[i] = int32(len(o.buf) - n)
 	}
+	// submit returns once the writer has copied the records into its write
+	// (or never took them): the buffer is free again when it does.
 	return r.l.submit(o)
+}
+
+// Record buffers (StoreLogs encodes into one, the writer copies it into its
+// write) are reused: at one StoreLogs per replica per Raft round, fresh ones
+// were a tenth of a cluster node's allocated bytes. Buffers past
+// maxPooledRecordBuf are left to the collector.
+const maxPooledRecordBuf = 1 << 20
+
+var recordBufs sync.Pool // of *[]byte, length 0
+
+func getRecordBuf(size int) []byte {
+	if p, ok := recordBufs.Get().(*[]byte); ok && cap(*p) >= size {
+		return (*p)[:0]
+	}
+	return make([]byte, 0, size)
+}
+
+func putRecordBuf(b []byte) {
+	if cap(b) == 0 || cap(b) > maxPooledRecordBuf {
+		return
+	}
+	b = b[:0]
+	recordBufs.Put(&b)
 }
 
 // DeleteRange deletes entries lo..hi. raft deletes a prefix (compaction,
