@@ -116,7 +116,54 @@ func unitSize(u Unit) int {
 // (TestEngineKeepsNoArgument), so an applied entry's bytes are not pinned by
 // the state. A follower thus applies an entry without copying it; each unit
 // allocates only its argument and command slices.
-func DecodeBatch(data []byte) (*Batch, error) {
+func DecodeBatch(data []byte) (*Batch, error) { return decodeBatch(data, nil) }
+
+// decodeArena holds the slices decoded units are cut from, kept from one
+// entry to the next by a replica's apply (machine.batchOf): a follower's
+// per-argument slice headers, cut fresh, were a quarter of a cluster node's
+// allocated bytes. reset makes the arena's slices available again, so a
+// batch decoded from it is valid only until then.
+type decodeArena struct {
+	batch Batch
+	units []Unit
+	cmds  [][][]byte
+	args  [][]byte
+}
+
+// maxArenaSlots bounds what an arena keeps after a big entry (in slice
+// headers per kind); an arena that grew past it is dropped at reset.
+const maxArenaSlots = 1 << 14
+
+// cut returns n slots of *slab, taking a new slab when the current one is
+// full (slices already cut stay valid: they keep the old slab).
+func cut[T any](slab *[]T, n int) []T {
+	s := *slab
+	if cap(s)-len(s) < n {
+		s = make([]T, 0, max(n, 2*cap(s), 64))
+	}
+	out := s[len(s) : len(s)+n : len(s)+n]
+	*slab = s[:len(s)+n]
+	return out
+}
+
+func (a *decodeArena) reset() {
+	a.batch = Batch{}
+	a.units = resetSlab(a.units)
+	a.cmds = resetSlab(a.cmds)
+	a.args = resetSlab(a.args)
+}
+
+// resetSlab empties s, dropping what its slots pointed to (the entry's
+// bytes), or drops s itself if it grew past maxArenaSlots.
+func resetSlab[T any](s []T) []T {
+	if cap(s) > maxArenaSlots {
+		return nil
+	}
+	clear(s)
+	return s[:0]
+}
+
+func decodeBatch(data []byte, arena *decodeArena) (*Batch, error) {
 	if len(data) < entryHeader {
 		return nil, fmt.Errorf("%w: %d bytes", ErrCorruptEntry, len(data))
 	}
@@ -127,7 +174,7 @@ func DecodeBatch(data []byte) (*Batch, error) {
 	if got, want := crcOf(body), binary.BigEndian.Uint32(data[1:]); got != want {
 		return nil, fmt.Errorf("%w: crc %08x, want %08x", ErrCorruptEntry, got, want)
 	}
-	d := decoder{buf: body}
+	d := decoder{buf: body, arena: arena}
 	ts := d.uvarint()
 	if ts > 1<<62 {
 		d.fail("timestamp out of range")
@@ -136,7 +183,13 @@ func DecodeBatch(data []byte) (*Batch, error) {
 	// argument at least one: bounding counts by the bytes left keeps garbage
 	// from requesting huge allocations.
 	nunits := d.count(1)
-	b := &Batch{TS: int64(ts), Units: make([]Unit, 0, nunits)}
+	var b *Batch
+	if arena != nil {
+		b = &arena.batch
+		*b = Batch{TS: int64(ts), Units: cut(&arena.units, nunits)[:0]}
+	} else {
+		b = &Batch{TS: int64(ts), Units: make([]Unit, 0, nunits)}
+	}
 	for i := 0; i < nunits && d.err == nil; i++ {
 		b.Units = append(b.Units, d.unit(d.count(2)))
 	}
@@ -151,8 +204,9 @@ func DecodeBatch(data []byte) (*Batch, error) {
 
 // decoder reads the body; the first error sticks and later reads return 0.
 type decoder struct {
-	buf []byte
-	err error
+	buf   []byte
+	err   error
+	arena *decodeArena // where units are cut from; nil: fresh slices
 }
 
 func (d *decoder) fail(msg string) {
@@ -213,8 +267,15 @@ func (d *decoder) unit(ncmds int) Unit {
 		d.err, d.buf = scan.err, nil
 		return nil
 	}
-	args := make([][]byte, nargs)
-	u := make(Unit, ncmds)
+	var (
+		args [][]byte
+		u    Unit
+	)
+	if d.arena != nil {
+		args, u = cut(&d.arena.args, nargs), cut(&d.arena.cmds, ncmds)
+	} else {
+		args, u = make([][]byte, nargs), make(Unit, ncmds)
+	}
 	for j := range u {
 		argc := int(d.uvarint())
 		argv := args[:argc:argc]

@@ -42,6 +42,10 @@ type machine struct {
 	proposed sync.Map // *byte → *Batch
 	// decoded counts the entries applied by decoding them (tests).
 	decoded atomic.Int64
+	// arena backs the batch batchOf decodes, until ApplyBatch has applied
+	// it (apply goroutine only). No reply refers to a batch's slices (the
+	// engine copies what it keeps), so the arena is reset right after.
+	arena decodeArena
 }
 
 // rememberProposed records that data, about to be proposed, encodes b.
@@ -67,7 +71,7 @@ func (m *machine) batchOf(l *raft.Log) (*Batch, error) {
 		}
 	}
 	m.decoded.Add(1)
-	return DecodeBatch(l.Data)
+	return decodeBatch(l.Data, &m.arena)
 }
 
 var _ raft.BatchingFSM = (*machine)(nil)
@@ -100,6 +104,9 @@ func (m *machine) ApplyBatch(logs []*raft.Log) []any {
 			panic(fmt.Sprintf("fsm: shard %d: log entry %d (term %d): %v", m.shard, l.Index, l.Term, err))
 		}
 		out[i] = m.applyLocked(b)
+		if b == &m.arena.batch {
+			m.arena.reset()
+		}
 		signaled := m.eng.TakeSignaled()
 		if len(m.pendingSignals) > 0 {
 			signaled = append(m.pendingSignals, signaled...)

@@ -221,6 +221,7 @@ func TestEngineKeepsNoArgument(t *testing.T) {
 			cmd("XADD", "{t}s", "1800000000000-1", "for", "xdelex"),
 			cmd("XDELEX", "{t}s", "KEEPREF", "IDS", "1", "1800000000000-1"),
 			cmd("XSETID", "{t}new", "1000-0", "ENTRIESADDED", "3", "MAXDELETEDID", "500-0"),
+			cmd("CONFIG", "SET", "stream-node-max-entries", "50"),
 		)},
 	}
 	reads := [][][]byte{
