@@ -163,6 +163,41 @@ func TestDecodeAllocs(t *testing.T) {
 	}
 }
 
+// TestDecodeArenaReuse: decoding into an arena allocates nothing once the
+// arena has grown to the entries' size, a reset arena decodes the next entry
+// correctly whatever its shape, and a reset drops the previous entry's
+// arguments.
+func TestDecodeArenaReuse(t *testing.T) {
+	u := make(Unit, 16)
+	for i := range u {
+		u[i] = cmd("XADD", "s", "*", "f", "v")
+	}
+	big := EncodeBatch(nil, &Batch{TS: 5, Units: []Unit{u, unit(cmd("XLEN", "s"))}})
+	var a decodeArena
+	for name, b := range goldenBatches {
+		got, err := decodeBatch(EncodeBatch(nil, b), &a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !equalBatch(got, b) {
+			t.Fatalf("%s through a used arena: got %+v, want %+v", name, got, b)
+		}
+		a.reset()
+		if len(a.args) != 0 || cap(a.args) > 0 && a.args[:1][0] != nil {
+			t.Fatalf("%s: reset kept an argument", name)
+		}
+	}
+	avg := testing.AllocsPerRun(200, func() {
+		if _, err := decodeBatch(big, &a); err != nil {
+			t.Fatal(err)
+		}
+		a.reset()
+	})
+	if avg != 0 {
+		t.Fatalf("%.1f allocations per decode into a grown arena, want 0", avg)
+	}
+}
+
 // TestEncodeSizesItsBuffer: EncodeBatch allocates the entry once, at its
 // final size (it grew it by appends, copying it several times).
 func TestEncodeSizesItsBuffer(t *testing.T) {

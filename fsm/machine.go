@@ -71,7 +71,11 @@ func (m *machine) batchOf(l *raft.Log) (*Batch, error) {
 		}
 	}
 	m.decoded.Add(1)
-	return decodeBatch(l.Data, &m.arena)
+	b, err := decodeBatch(l.Data, &m.arena)
+	if err != nil {
+		m.arena.reset() // whatever was cut before the damage
+	}
+	return b, err
 }
 
 var _ raft.BatchingFSM = (*machine)(nil)

@@ -247,14 +247,14 @@ func TestEngineKeepsNoArgument(t *testing.T) {
 					if e, ok := rep.(*engine.Error); ok {
 						t.Fatalf("entry %d, %q: %s", i, units[u][c], e.Msg)
 					}
-					repliesKept = append(repliesKept, fmt.Sprintf("%v", formatReply(rep)))
+					repliesKept = append(repliesKept, formatReply(rep))
 				}
 			}
 		}
 		for _, r := range scribbled.ApplyBatch([]*raft.Log{{Index: uint64(i + 1), Type: raft.LogCommand, Data: data}}) {
 			for _, rs := range r.([][]engine.Reply) {
 				for _, rep := range rs {
-					repliesScribbled = append(repliesScribbled, fmt.Sprintf("%v", formatReply(rep)))
+					repliesScribbled = append(repliesScribbled, formatReply(rep))
 				}
 			}
 		}
@@ -264,6 +264,24 @@ func TestEngineKeepsNoArgument(t *testing.T) {
 	}
 	if got, want := strings.Join(repliesScribbled, "\n"), strings.Join(repliesKept, "\n"); got != want {
 		t.Fatalf("replies differ once earlier entries were overwritten:\n%s\nwant\n%s", got, want)
+	}
+	// All entries in one ApplyBatch: each is decoded into the slabs the one
+	// before it was cut from, and its replies must still be its own.
+	var logs []*raft.Log
+	for i, units := range entries {
+		logs = append(logs, &raft.Log{Index: uint64(i + 1), Type: raft.LogCommand,
+			Data: EncodeBatch(nil, &Batch{TS: int64(1700000000000 + i*1000), Units: units})})
+	}
+	var repliesOneCall []string
+	for _, r := range newTestMachine().ApplyBatch(logs) {
+		for _, rs := range r.([][]engine.Reply) {
+			for _, rep := range rs {
+				repliesOneCall = append(repliesOneCall, formatReply(rep))
+			}
+		}
+	}
+	if got, want := strings.Join(repliesOneCall, "\n"), strings.Join(repliesKept, "\n"); got != want {
+		t.Fatalf("replies differ when the entries apply in one batch:\n%s\nwant\n%s", got, want)
 	}
 	for _, argv := range reads {
 		var got, want string
