@@ -74,15 +74,7 @@ func TestApplyBatchResults(t *testing.T) {
 func TestRestoreRejectsGarbage(t *testing.T) {
 	m := newTestMachine()
 	m.ApplyBatch([]*raft.Log{{Type: raft.LogCommand, Data: EncodeBatch(nil, &Batch{TS: 5, Units: []Unit{unit(cmd("XADD", "s", "*", "f", "v"))}})}})
-	snap, err := m.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := snap.(*fsmSnapshot).writeTo(&buf); err != nil {
-		t.Fatal(err)
-	}
-	whole := buf.Bytes()
+	whole := snapshotBytes(t, m)
 	for name, data := range map[string][]byte{
 		"empty":     nil,
 		"magic":     append([]byte("xxxxx"), whole[5:]...),
@@ -291,20 +283,23 @@ func TestEngineKeepsNoArgument(t *testing.T) {
 			t.Fatalf("%q after the entries were overwritten:\n%s\nwant\n%s", argv, got, want)
 		}
 	}
-	snap := func(m *machine) []byte {
-		s, err := m.Snapshot()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var buf bytes.Buffer
-		if err := s.(*fsmSnapshot).writeTo(&buf); err != nil {
-			t.Fatal(err)
-		}
-		return buf.Bytes()
-	}
-	if got, want := snap(scribbled), snap(kept); !bytes.Equal(got, want) {
+	if got, want := snapshotBytes(t, scribbled), snapshotBytes(t, kept); !bytes.Equal(got, want) {
 		t.Fatalf("snapshots differ once the entries were overwritten (%d and %d bytes)", len(got), len(want))
 	}
+}
+
+// snapshotBytes is the whole snapshot payload of m's state now.
+func snapshotBytes(t *testing.T, m *machine) []byte {
+	t.Helper()
+	snap, err := m.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := snap.(*fsmSnapshot).writeTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }
 
 // formatReply renders r with every byte string in full (no pointers).

@@ -23,7 +23,6 @@ pids=()
 stop() { [ ${#pids[@]} -gt 0 ] && kill "${pids[@]}" 2>/dev/null; [ ${#pids[@]} -gt 0 ] && wait "${pids[@]}" 2>/dev/null; pids=(); }
 trap 'stop; rm -rf "$d"' EXIT
 (cd "$root" && go build -o "$d/ob" ./cmd/ordersbench) || exit 1
-ticks() { local s=0 p; for p in "${pids[@]}"; do s=$((s + $(awk '{print $14+$15}' /proc/"$p"/stat))); done; echo $s; }
 hz=$(getconf CLK_TCK)
 shards=${SHARDS:-16}
 echo "round,variant,xadd_per_s,p99,errors,node_cpu_us_per_xadd"
@@ -42,11 +41,11 @@ for r in $(seq "${ROUNDS:-3}"); do
     done
     for _ in $(seq 600); do redis-cli -p "${ports[0]}" cluster info 2>/dev/null | grep -q cluster_state:ok && break; sleep 0.1; done
     wait_balanced "${ports[0]}" "$shards" 90 || echo "warning: round $r, $v: leaders not spread evenly after 90 s" >&2
-    t0=$(ticks)
+    t0=$(pid_ticks "${pids[@]}")
     # shellcheck disable=SC2086 # OBFLAGS are words
     out=$("$d/ob" -addr "127.0.0.1:${ports[0]},127.0.0.1:${ports[1]},127.0.0.1:${ports[2]}" -cluster -producers 50 \
       -pipeline "${P:-16}" -consumers 0 -duration "${DUR:-10s}" -progress=false ${OBFLAGS:-} 2>&1)
-    t1=$(ticks)
+    t1=$(pid_ticks "${pids[@]}")
     read -r n e rate p99 < <(awk '$1 == "xadd" {print $2, $3, $4, $6}' <<<"$out")
     cpu="?"
     [ "${n:-0}" -gt 0 ] && cpu=$(echo "scale=1; ($t1 - $t0) * 1000000 / $hz / $n" | bc)

@@ -19,7 +19,6 @@ pids=()
 stop() { [ ${#pids[@]} -gt 0 ] && kill "${pids[@]}" 2>/dev/null; [ ${#pids[@]} -gt 0 ] && wait "${pids[@]}" 2>/dev/null; pids=(); }
 trap 'stop; rm -rf "$d"' EXIT
 (cd "$root" && go build -o "$d/ob" ./cmd/ordersbench && go build -o "$d/rs" ./cmd/raftstream) || exit 1
-ticks() { local s=0 p; for p in "${pids[@]}"; do s=$((s + $(awk '{print $14+$15}' /proc/"$p"/stat))); done; echo $s; }
 hz=$(getconf CLK_TCK)
 echo "shards,xadds,log_writes,node_cpu_s,errors" | tee "$d/rows.csv"
 for s in $shards_list; do
@@ -33,10 +32,10 @@ for s in $shards_list; do
   for _ in $(seq 600); do redis-cli -p "${ports[0]}" cluster info 2>/dev/null | grep -q cluster_state:ok && break; sleep 0.1; done
   [ "${BALANCED:-1}" = 0 ] || wait_balanced "${ports[0]}" "$s" 90 || echo "warning: $s shards: leaders not spread evenly after 90 s" >&2
   w0=0; for i in 0 1 2; do w0=$((w0 + $(redis-cli -p "${ports[i]}" info persistence | tr -d '\r' | awk -F: '/^raft_log_requests:/{print $2}'))); done
-  t0=$(ticks)
+  t0=$(pid_ticks "${pids[@]}")
   out=$("$d/ob" -addr "127.0.0.1:${ports[0]},127.0.0.1:${ports[1]},127.0.0.1:${ports[2]}" -cluster -producers 50 \
     -pipeline 16 -consumers 0 -duration "$dur" -progress=false 2>&1)
-  t1=$(ticks)
+  t1=$(pid_ticks "${pids[@]}")
   w1=0; for i in 0 1 2; do w1=$((w1 + $(redis-cli -p "${ports[i]}" info persistence | tr -d '\r' | awk -F: '/^raft_log_requests:/{print $2}'))); done
   read -r n e < <(sed -n 's/^produced \([0-9]*\) orders .*, \([0-9]*\) errors$/\1 \2/p' <<<"$out")
   echo "$s,${n:-0},$((w1 - w0)),$(echo "scale=2; ($t1 - $t0) / $hz" | bc),${e:-?}" | tee -a "$d/rows.csv"

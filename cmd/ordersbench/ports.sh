@@ -20,6 +20,14 @@ while len(out) < int(sys.argv[1]):
 print(" ".join(map(str, out)))' "$1"
 }
 
+# pid_ticks pid... prints the CPU time (user + system, in clock ticks) the
+# processes have used so far.
+pid_ticks() {
+  local s=0 p
+  for p in "$@"; do s=$((s + $(awk '{print $14+$15}' /proc/"$p"/stat))); done
+  echo "$s"
+}
+
 # wait_balanced port shards [seconds] waits until CLUSTER NODES, asked on
 # port, shows the shards' leaders spread evenly: every master node leads
 # ⌊shards/nodes⌋ or ⌈shards/nodes⌉ shards. A cluster reports
