@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -15,15 +16,51 @@ import (
 	"time"
 )
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago. It
+// is taken below the kernel's ephemeral range (ip_local_port_range), where
+// outgoing connections never get their local port: a port from the range
+// could be given to one, such as a cluster's own dial to a peer, between
+// this call and the server binding it (seen as "address already in use"
+// for the fifth node of a systest cluster). Where the range cannot be read
+// or leaves no room below it, the kernel picks the port.
 func FreePort(t testing.TB) int {
 	t.Helper()
+	if lo := ephemeralLow(); lo > minPort+1000 {
+		for range 100 {
+			p := minPort + rand.IntN(lo-minPort)
+			if l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p)); err == nil {
+				l.Close()
+				return p
+			}
+		}
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("free port: %v", err)
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// minPort is the lowest port FreePort hands out (clear of well-known ones).
+const minPort = 10000
+
+// ephemeralLow is the first port of the kernel's ephemeral range, 0 if it
+// cannot be read.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0
+	}
+	f := bytes.Fields(b)
+	if len(f) != 2 {
+		return 0
+	}
+	lo, err := strconv.Atoi(string(f[0]))
+	if err != nil {
+		return 0
+	}
+	return lo
 }
 
 // StartRedis starts redis-server on a free loopback port with extra config
