@@ -201,16 +201,6 @@ func ping(addr string) error {
 	return nil
 }
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // Pause stops the process with SIGSTOP (a process pause: connections stay
 // open, nothing is answered); Resume continues it.
 func (n *Node) Pause() error { return n.send(syscall.SIGSTOP) }

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/raftstream/raftstream/resp/resptest"
 )
 
 // redisNode is a redis-server Node without persistence.
@@ -14,10 +16,7 @@ func redisNode(t *testing.T) *Node {
 	if err != nil {
 		t.Fatalf("redis-server not found: %v", err)
 	}
-	port, err := FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
+	port := resptest.FreePort(t)
 	n := &Node{Name: "r1", Bin: bin, Port: port, Dir: filepath.Join(t.TempDir(), "r1"),
 		Args: []string{"--port", "{port}", "--bind", "127.0.0.1", "--dir", "{dir}", "--save", "", "--appendonly", "no"}}
 	t.Cleanup(func() { _ = n.Kill() })

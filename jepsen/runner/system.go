@@ -274,7 +274,7 @@ func (s *system) leader(ctx context.Context, key string, timeout time.Duration) 
 }
 
 // ports holds listeners on ports reserved for nodes that have not started
-// yet: a port local.FreePort returned is free only until something else
+// yet: a port found free a moment ago is free only until something else
 // (a proxy listening on port 0, another run) is given it.
 type ports map[int]net.Listener
 
