@@ -20,8 +20,7 @@ here=$(cd "$(dirname "$0")" && pwd); root=$(cd "$here/../.." && pwd)
 . "$here/ports.sh"
 d=$(mktemp -d)
 pids=()
-stop() { [ ${#pids[@]} -gt 0 ] && kill "${pids[@]}" 2>/dev/null; [ ${#pids[@]} -gt 0 ] && wait "${pids[@]}" 2>/dev/null; pids=(); }
-trap 'stop; rm -rf "$d"' EXIT
+trap 'stop_pids; rm -rf "$d"' EXIT
 (cd "$root" && go build -o "$d/ob" ./cmd/ordersbench) || exit 1
 hz=$(getconf CLK_TCK)
 shards=${SHARDS:-16}
@@ -50,6 +49,6 @@ for r in $(seq "${ROUNDS:-3}"); do
     cpu="?"
     [ "${n:-0}" -gt 0 ] && cpu=$(echo "scale=1; ($t1 - $t0) * 1000000 / $hz / $n" | bc)
     echo "$r,\"$v\",${rate:-0},${p99:-?},${e:-?},$cpu"
-    stop
+    stop_pids
   done
 done

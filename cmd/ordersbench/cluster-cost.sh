@@ -16,8 +16,7 @@ here=$(cd "$(dirname "$0")" && pwd); root=$(cd "$here/../.." && pwd)
 . "$here/ports.sh"
 d=$(mktemp -d)
 pids=()
-stop() { [ ${#pids[@]} -gt 0 ] && kill "${pids[@]}" 2>/dev/null; [ ${#pids[@]} -gt 0 ] && wait "${pids[@]}" 2>/dev/null; pids=(); }
-trap 'stop; rm -rf "$d"' EXIT
+trap 'stop_pids; rm -rf "$d"' EXIT
 (cd "$root" && go build -o "$d/ob" ./cmd/ordersbench && go build -o "$d/rs" ./cmd/raftstream) || exit 1
 hz=$(getconf CLK_TCK)
 echo "shards,xadds,log_writes,node_cpu_s,errors" | tee "$d/rows.csv"
@@ -39,7 +38,7 @@ for s in $shards_list; do
   w1=0; for i in 0 1 2; do w1=$((w1 + $(redis-cli -p "${ports[i]}" info persistence | tr -d '\r' | awk -F: '/^raft_log_requests:/{print $2}'))); done
   read -r n e < <(sed -n 's/^produced \([0-9]*\) orders .*, \([0-9]*\) errors$/\1 \2/p' <<<"$out")
   echo "$s,${n:-0},$((w1 - w0)),$(echo "scale=2; ($t1 - $t0) / $hz" | bc),${e:-?}" | tee -a "$d/rows.csv"
-  stop
+  stop_pids
 done
 python3 - "$d/rows.csv" <<'PY'
 import csv, sys

@@ -30,9 +30,9 @@ for r in $(seq "$rounds"); do
     pid=$!
     for _ in $(seq 400); do redis-cli -p "${ports[0]}" ping 2>/dev/null | grep -q PONG && break; sleep 0.1; done
     redis-benchmark -p "${ports[0]}" -c 50 -P 1 -n 20000 -q XADD s '*' f v >/dev/null 2>&1 # warm-up
-    c0=$(switches "$pid"); t0=$(awk '{print $14+$15}' /proc/"$pid"/stat); x0=$(procstat ctxt); i0=$(procstat intr)
+    c0=$(switches "$pid"); t0=$(pid_ticks "$pid"); x0=$(procstat ctxt); i0=$(procstat intr)
     res=$(redis-benchmark -p "${ports[0]}" -c 50 -P 1 -n "$n" --csv XADD s '*' f v 2>&1 | tail -1 | cut -d, -f2,7 | tr -d '"')
-    c1=$(switches "$pid"); t1=$(awk '{print $14+$15}' /proc/"$pid"/stat); x1=$(procstat ctxt); i1=$(procstat intr)
+    c1=$(switches "$pid"); t1=$(pid_ticks "$pid"); x1=$(procstat ctxt); i1=$(procstat intr)
     echo "$r $target XADD/s,p99_ms $res  proc-cs/XADD $(per $((c1 - c0)))  sys-cs/XADD $(per $((x1 - x0)))" \
       "intr/XADD $(per $((i1 - i0)))  cpu-us/XADD $(echo "scale=1; ($t1 - $t0) * 1000000 / $(getconf CLK_TCK) / $n" | bc)"
     kill "$pid"; wait "$pid" 2>/dev/null; pid=""

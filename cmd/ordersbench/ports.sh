@@ -28,6 +28,16 @@ pid_ticks() {
   echo "$s"
 }
 
+# stop_pids stops the processes in the caller's pids array by PID, waits
+# for them and empties the array.
+stop_pids() {
+  if [ ${#pids[@]} -gt 0 ]; then
+    kill "${pids[@]}" 2>/dev/null
+    wait "${pids[@]}" 2>/dev/null
+  fi
+  pids=()
+}
+
 # wait_balanced port shards [seconds] waits until CLUSTER NODES, asked on
 # port, shows the shards' leaders spread evenly: every master node leads
 # ⌊shards/nodes⌋ or ⌈shards/nodes⌉ shards. A cluster reports
