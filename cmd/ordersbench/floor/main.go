@@ -107,7 +107,7 @@ func parse(b []byte, rec []byte) (n, used int, _ []byte, _ error) {
 		if b[used] != '*' {
 			return n, used, rec, errors.New("only RESP arrays are served")
 		}
-		p := used
+		p, mark := used, len(rec)
 		argc, p, ok := header(b, p)
 		if !ok {
 			break
@@ -122,6 +122,7 @@ func parse(b []byte, rec []byte) (n, used int, _ []byte, _ error) {
 			p += l + 2
 		}
 		if !ok {
+			rec = rec[:mark] // an incomplete command: taken with the rest of it
 			break
 		}
 		used = p
