@@ -261,6 +261,7 @@ func (s *Shard) propose(batch []*proposal) {
 		})
 		err := s.awaitApply(af)
 		s.noteApplied(start, err)
+		s.noteTransfer(err)
 		timer.Stop()
 		<-s.inflight
 		if err != nil {

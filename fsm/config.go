@@ -61,6 +61,10 @@ type Config struct {
 	// unit's outcome is ErrUnknownOutcome (it may still apply later).
 	ApplyTimeout time.Duration
 
+	// StuckTransferAfter overrides StuckTransferAfter (transfer.go) when
+	// positive (tests).
+	StuckTransferAfter time.Duration
+
 	// Now is the leader clock stamped into each entry (unix ms). Test hook
 	// for clock skew; nil means time.Now.
 	Now func() time.Time

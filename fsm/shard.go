@@ -44,6 +44,11 @@ type Shard struct {
 	closeErr  error
 
 	stats shardStats // counters for Stats (stats.go)
+
+	// transferBusySince is when raft's leadership transfer flag was first
+	// reported up with nothing seen to clear it since (unix ns; 0: not
+	// up). See transfer.go.
+	transferBusySince atomic.Int64
 }
 
 // Open opens (or creates) the shard replica in cfg.Dir and starts Raft and
