@@ -58,7 +58,7 @@ func (n *Node) balanceOnce(lastMove map[int]time.Time) {
 			continue
 		}
 		lastMove[i] = time.Now()
-		f := ls.s.Raft().LeadershipTransferToServer(raft.ServerID(pref), raft.ServerAddress(m.RESPAddr()))
+		f := ls.s.TransferLeadership(raft.ServerID(pref), raft.ServerAddress(m.RESPAddr()))
 		n.goFunc(func() {
 			if err := f.Error(); err != nil {
 				n.log.Info("balance: leadership transfer failed", "shard", i, "to", pref, "err", err)

@@ -86,6 +86,10 @@ type Config struct {
 	// SnapshotThreshold. Default 10s and 8192 entries.
 	SnapshotInterval  time.Duration
 	SnapshotThreshold uint64
+	// StuckTransferAfter, when positive, replaces fsm.StuckTransferAfter:
+	// how long a shard's leadership transfer may look stuck in raft before
+	// the replica is restarted (tests).
+	StuckTransferAfter time.Duration
 	// TrailingLogs is the number of log entries kept after a snapshot so a
 	// slightly lagging follower catches up from the log. Default 1024
 	// (entries are batches, so raft's 10240 is far too many).

@@ -359,6 +359,7 @@ func (n *Node) openShard(i int) (*localShard, error) {
 	fc.Engine = n.cfg.Engine
 	fc.Notify = n.dispatchNotify
 	fc.TrailingLogs = n.cfg.TrailingLogs
+	fc.StuckTransferAfter = n.cfg.StuckTransferAfter
 	fc.Now = n.cfg.Now
 	fc.InjectBug = n.cfg.InjectBug
 	if n.cfg.HeartbeatTimeout > 0 {
@@ -489,7 +490,7 @@ func (n *Node) transferAway() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			f := ls.s.Raft().LeadershipTransfer()
+			f := ls.s.TransferLeadership("", "")
 			done := make(chan error, 1)
 			go func() { done <- f.Error() }()
 			select {

@@ -355,6 +355,8 @@ func (n *Node) reconcileLocal() {
 			n.setShard(i, nls)
 			n.log.Info("replica placed here opened", "shard", i)
 		case ls == nil:
+		case ls.s.TransferStuck():
+			n.restartShard(i, ls)
 		case want:
 			if ls.s.IsLeader() {
 				n.reconcileShard(i, ls, m)
@@ -373,6 +375,24 @@ func (n *Node) reconcileLocal() {
 			n.log.Info("replica moved away closed", "shard", i, "err", err)
 		}
 	}
+}
+
+// restartShard closes the local replica ls of shard i and opens it again
+// from its directory. It is the way out of a leadership transfer stuck in
+// raft (fsm/transfer.go): the flag that makes the leader refuse every write
+// lives in the raft instance. Requests meanwhile fail as on a replica being
+// closed; the reopened replica rejoins as a follower.
+func (n *Node) restartShard(i int, ls *localShard) {
+	n.log.Warn("shard: a leadership transfer is stuck in raft and the shard refuses writes; restarting the replica", "shard", i)
+	n.setShard(i, nil)
+	err := errors.Join(ls.tr.Close(), ls.s.Close())
+	nls, oerr := n.openShard(i)
+	if oerr != nil {
+		n.log.Error("shard: reopening the restarted replica", "shard", i, "close_err", err, "err", oerr)
+		return // reconcileLocal opens it on its next pass
+	}
+	n.setShard(i, nls)
+	n.log.Info("shard: replica restarted", "shard", i, "close_err", err)
 }
 
 // leftBehind reports whether ls, a replica of shard i no longer placed
@@ -479,7 +499,7 @@ func (n *Node) reconcileShard(i int, ls *localShard, m *Membership) {
 		for _, to := range want {
 			if suff[to] == raft.Voter {
 				mb, _ := m.Node(to)
-				err := r.LeadershipTransferToServer(raft.ServerID(to), raft.ServerAddress(mb.RESPAddr())).Error()
+				err := ls.s.TransferLeadership(raft.ServerID(to), raft.ServerAddress(mb.RESPAddr())).Error()
 				n.log.Info("shard: leadership handed over before leaving", "shard", i, "to", to, "err", err)
 				return
 			}

@@ -44,12 +44,11 @@ func (n *Node) TransferLeader(ctx context.Context, shard int, to string) error {
 		id, _ := ls.s.Leader()
 		return &fsm.NotLeaderError{LeaderID: id}
 	}
-	r := ls.s.Raft()
 	var f raft.Future
 	if to == "" {
-		f = r.LeadershipTransfer()
+		f = ls.s.TransferLeadership("", "")
 	} else {
-		cf := r.GetConfiguration()
+		cf := ls.s.Raft().GetConfiguration()
 		if err := cf.Error(); err != nil {
 			return err
 		}
@@ -62,7 +61,7 @@ func (n *Node) TransferLeader(ctx context.Context, shard int, to string) error {
 		if addr == "" {
 			return fmt.Errorf("shard %d: node %s is not a voter of this shard", shard, to)
 		}
-		f = r.LeadershipTransferToServer(raft.ServerID(to), addr)
+		f = ls.s.TransferLeadership(raft.ServerID(to), addr)
 	}
 	done := make(chan error, 1)
 	go func() { done <- f.Error() }()
