@@ -61,21 +61,22 @@ func (s *Shard) noteTransfer(err error) {
 }
 
 // StuckTransferAfter is how long raft's transfer flag must have stayed up,
-// with nothing seen to clear it, before TransferStuck checks it. A transfer
-// that works ends within two election timeouts and one TimeoutNow RPC (the
-// cluster's transport gives up on an RPC after 10 s and a dial after 5).
+// with nothing seen to clear it, before TransferStuck checks it, or twice
+// the election timeout plus 20 s if that is longer. A transfer that works
+// ends within two election timeouts and one TimeoutNow RPC (the cluster's
+// transport gives up on an RPC after 10 s and a dial after 5).
 const StuckTransferAfter = 30 * time.Second
 
 // TransferStuck reports whether this replica leads, its transfer flag was
-// reported up StuckTransferAfter (cfg.StuckTransferAfter in tests) ago or
-// more with nothing seen to clear it since, and it is still up: a barrier
-// proposed now is refused with ErrLeadershipTransferInProgress. A barrier
-// that is accepted clears the record. It blocks for up to a second.
+// reported up long enough ago (StuckTransferAfter; cfg.StuckTransferAfter
+// in tests) with nothing seen to clear it since, and it is still up: a
+// barrier proposed now is refused with ErrLeadershipTransferInProgress. A
+// barrier that is accepted clears the record. It blocks for up to a second.
 func (s *Shard) TransferStuck() bool {
 	since := s.transferBusySince.Load()
 	after := s.cfg.StuckTransferAfter
 	if after <= 0 {
-		after = StuckTransferAfter
+		after = max(StuckTransferAfter, 2*s.cfg.ElectionTimeout+20*time.Second)
 	}
 	if since == 0 || time.Since(time.Unix(0, since)) < after || !s.IsLeader() {
 		return false
