@@ -389,7 +389,7 @@ func (n *Node) restartShard(i int, ls *localShard) {
 	nls, oerr := n.openShard(i)
 	if oerr != nil {
 		n.log.Error("shard: reopening the restarted replica", "shard", i, "close_err", err, "err", oerr)
-		return // reconcileLocal opens it on its next pass
+		return // reconcileLocal opens it again next pass if it is still placed here
 	}
 	n.setShard(i, nls)
 	n.log.Info("shard: replica restarted", "shard", i, "close_err", err)
