@@ -2,7 +2,6 @@ package fsm
 
 import (
 	"bytes"
-	"fmt"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -189,20 +188,12 @@ func TestLogCacheDeleteRangeAndOverwrite(t *testing.T) {
 // own), and the leader's cache stayed within its bound.
 func TestLogCacheFollowerCatchesUpThroughTheStore(t *testing.T) {
 	const bound = 8 << 10
-	rs := make([]*replica, 3)
+	// The same settings for the follower when it comes back.
 	small := func(c *Config) {
 		c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = time.Second, time.Second, 500*time.Millisecond
 		c.LogCacheBytes = bound
 	}
-	for i := range rs {
-		rs[i] = openReplica(t, t.TempDir(), raft.ServerID(fmt.Sprintf("n%d", i+1)), "127.0.0.1:0", small)
-	}
-	servers := []raft.Server{rs[0].server(), rs[1].server(), rs[2].server()}
-	for _, r := range rs {
-		if err := r.BootstrapIfEmpty(servers); err != nil {
-			t.Fatal(err)
-		}
-	}
+	rs := clusterOf3(t, small)
 	leader := leaderOf(t, rs)
 	var down *replica
 	for _, r := range rs {

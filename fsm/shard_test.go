@@ -262,7 +262,9 @@ func TestApplyTimeoutIsUnknownOutcome(t *testing.T) {
 }
 
 // clusterOf3 opens three bootstrapped voters on loopback TCP.
-func clusterOf3(t *testing.T) []*replica {
+// clusterOf3 opens and bootstraps three replicas n1..n3, with mods applied
+// to their config after the timeouts.
+func clusterOf3(t *testing.T, mods ...func(*Config)) []*replica {
 	t.Helper()
 	rs := make([]*replica, 3)
 	for i := range rs {
@@ -270,6 +272,9 @@ func clusterOf3(t *testing.T) []*replica {
 		// machine can stall a leader past shorter leases.
 		rs[i] = openReplica(t, t.TempDir(), raft.ServerID("n"+strconv.Itoa(i+1)), "127.0.0.1:0", func(c *Config) {
 			c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = time.Second, time.Second, 500*time.Millisecond
+			for _, m := range mods {
+				m(c)
+			}
 		})
 	}
 	servers := []raft.Server{rs[0].server(), rs[1].server(), rs[2].server()}

@@ -2,7 +2,6 @@ package fsm
 
 import (
 	"errors"
-	"strconv"
 	"testing"
 	"time"
 
@@ -16,19 +15,10 @@ import (
 // election timeout by a transfer to a follower that is down and behind (raft
 // tries to catch it up until the transfer times out).
 func TestTransferStuckChecksTheFlag(t *testing.T) {
-	rs := make([]*replica, 3)
-	for i := range rs {
-		rs[i] = openReplica(t, t.TempDir(), raft.ServerID("n"+strconv.Itoa(i+1)), "127.0.0.1:0", func(c *Config) {
-			c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = time.Second, 2*time.Second, 500*time.Millisecond
-			c.StuckTransferAfter = 50 * time.Millisecond
-		})
-	}
-	servers := []raft.Server{rs[0].server(), rs[1].server(), rs[2].server()}
-	for _, r := range rs {
-		if err := r.BootstrapIfEmpty(servers); err != nil {
-			t.Fatal(err)
-		}
-	}
+	rs := clusterOf3(t, func(c *Config) {
+		c.ElectionTimeout = 2 * time.Second
+		c.StuckTransferAfter = 50 * time.Millisecond
+	})
 	l := leaderOf(t, rs)
 	var down *replica
 	for _, r := range rs {
