@@ -50,8 +50,10 @@ func (f transferFuture) Error() error {
 }
 
 // noteTransfer records what a transfer or a proposal was told. "In progress"
-// starts the clock (if it is not running); any other answer, success
-// included, shows the flag was down when raft looked, and stops it.
+// starts the clock (if it is not running). Any other answer stops it: a
+// proposal or a transfer that raft took shows the flag was down, and a
+// transfer's own outcome (the stuck one answers "timeout" before it hangs)
+// ends that transfer; a flag still up is reported by the next refusal.
 func (s *Shard) noteTransfer(err error) {
 	if errors.Is(err, raft.ErrLeadershipTransferInProgress) {
 		s.transferBusySince.CompareAndSwap(0, time.Now().UnixNano())
