@@ -195,13 +195,7 @@ func TestLogCacheFollowerCatchesUpThroughTheStore(t *testing.T) {
 	}
 	rs := clusterOf3(t, small)
 	leader := leaderOf(t, rs)
-	var down *replica
-	for _, r := range rs {
-		if r != leader {
-			down = r
-			break
-		}
-	}
+	down := followerOf(rs, leader)
 	down.close(t)
 	pad := strings.Repeat("x", 2000)
 	const n = 300

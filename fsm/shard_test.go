@@ -301,6 +301,16 @@ func leaderOf(t *testing.T, rs []*replica) *replica {
 	return l
 }
 
+// followerOf returns a replica of rs other than l.
+func followerOf(rs []*replica, l *replica) *replica {
+	for _, r := range rs {
+		if r != l {
+			return r
+		}
+	}
+	return nil
+}
+
 // TestLeaderKill: writers hammer the leader while it is shut down. Every
 // acknowledged write is on the new leader; a write that failed on the old
 // leader failed as not-leader / unknown / shutdown, never as a false OK.

@@ -20,13 +20,7 @@ func TestTransferStuckChecksTheFlag(t *testing.T) {
 		c.StuckTransferAfter = 50 * time.Millisecond
 	})
 	l := leaderOf(t, rs)
-	var down *replica
-	for _, r := range rs {
-		if r != l {
-			down = r
-			break
-		}
-	}
+	down := followerOf(rs, l)
 	apply(t, l.Shard, incr)
 	down.close(t)
 	for range 3 {
