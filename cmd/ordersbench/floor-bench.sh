@@ -14,7 +14,7 @@ d=$(mktemp -d)
 . "$here/ports.sh"
 (cd "$here/../.." && go build -o "$d/floor" ./cmd/ordersbench/floor) || exit 1
 models="goroutine burst eventloop"
-read -ra ports < <(freeports 5)
+read -ra ports < <(freeports 6)
 pids=()
 trap 'stop_pids; rm -rf "$d"' EXIT
 redis-server --port "${ports[0]}" --bind 127.0.0.1 --dir "$d" --save '' --appendonly yes --appendfsync always --daemonize no --logfile "$d/redis.log" &
@@ -24,8 +24,7 @@ for m in $models; do
   "$d/floor" -addr "127.0.0.1:${ports[k]}" -file "$d/$m.log" -model "$m" 2>"$d/$m.err" &
   pids+=($!); targets="$targets $m:${ports[k]}:$!"; k=$((k + 1))
 done
-bp=$(freeports 1)
-"$rs" -port "${ports[4]}" -cluster-port "$bp" -dir "$d/rs" -log-level warn >"$d/rs.log" 2>&1 &
+"$rs" -port "${ports[4]}" -cluster-port "${ports[5]}" -dir "$d/rs" -log-level warn >"$d/rs.log" 2>&1 &
 pids+=($!); targets="$targets raftstream:${ports[4]}:$!"
 for t in $targets; do
   IFS=: read -r name p _ <<<"$t"
