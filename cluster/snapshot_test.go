@@ -1,12 +1,16 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/raftstream/raftstream/fsm"
+	"github.com/raftstream/raftstream/slots"
 )
 
 // TestSnapshotSchedulerPicksMostBehindShard drives the scheduler by hand:
@@ -155,4 +159,69 @@ func raftStat(t *testing.T, r *raft.Raft, key string) uint64 {
 		t.Fatalf("raft stat %s: %v", key, err)
 	}
 	return v
+}
+
+// TestQuietShardLetsTheNodeLogShrink: a shard that wrote a burst larger
+// than the node log carries forward (4 MiB), with fewer entries than the
+// snapshot threshold, and then went quiet, used to hold the node log's
+// segment with its first entry and every segment after it, so the node log
+// grew with every other shard's writes for as long as it stayed quiet. The
+// scheduler snapshots such a shard (raft then compacts its log), and the
+// node log stays a few segments long.
+func TestQuietShardLetsTheNodeLogShrink(t *testing.T) {
+	const seg = 256 << 10
+	t.Setenv(NodeLogSegmentEnv, strconv.Itoa(seg))
+	cfg := testConfig(t, t.TempDir())
+	cfg.Shards = 2
+	cfg.SnapshotThreshold = 500
+	cfg.TrailingLogs = 50
+	cfg.SnapshotInterval = 100 * time.Millisecond
+	n := startNode(t, cfg)
+	defer n.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	keys := [2][]byte{}
+	for i := 0; keys[0] == nil || keys[1] == nil; i++ {
+		k := []byte("k" + strconv.Itoa(i))
+		keys[n.ShardOfSlot(slots.Of(k))] = k
+	}
+	xadd := func(shard int, size int) {
+		t.Helper()
+		unit := fsm.Unit{{[]byte("XADD"), keys[shard], []byte("*"), []byte("f"), bytes.Repeat([]byte("v"), size)}}
+		rs, err := n.Submit(shard, unit).Wait(ctx)
+		if err != nil || len(rs) != 1 || isErr(rs[0]) {
+			t.Fatalf("XADD on shard %d: %v %v", shard, rs, err)
+		}
+	}
+	// Shard 0: 400 entries of 12 KiB (4.8 MiB, below the threshold), then
+	// nothing more.
+	for range 400 {
+		xadd(0, 12<<10)
+	}
+	// Shard 1 keeps writing: 3,000 entries of 2 KiB (6 MiB, 24 segments),
+	// snapshotted and compacted as it goes.
+	for i := range 3000 {
+		xadd(1, 2<<10)
+		if i%500 == 0 {
+			t.Logf("after %d writes to shard 1: %d segments", i, n.NodeLogStats().Segments)
+		}
+	}
+	// The node log holds shard 0's last 50 entries (600 KiB, carried
+	// forward) and shard 1's last few hundred: a handful of segments.
+	// Holding shard 0's burst and everything after it is 40 or more.
+	const most = 12
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		st := n.NodeLogStats()
+		if st.Segments <= most {
+			t.Logf("%d segments, %d deleted, %d entries carried forward", st.Segments, st.SegmentsDeleted, st.Relocated)
+			break
+		}
+		if time.Now().After(deadline) {
+			first, _ := n.shard(0).s.Raft().Stats()["last_snapshot_index"]
+			t.Fatalf("the node log has %d segments (%d deleted), want at most %d; shard 0's last snapshot: %s",
+				st.Segments, st.SegmentsDeleted, most, first)
+		}
+		xadd(1, 2<<10) // segments are let go when the writer starts a new one
+	}
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/raftstream/raftstream/fsm/nodelog"
 )
 
 // Shard is one replica of one shard: a Raft group member, its FSM (the
@@ -124,6 +126,20 @@ func (s *Shard) BootstrapIfEmpty(servers []raft.Server) error {
 // transfer (cluster/). Do not Apply to it directly: that bypasses the entry
 // encoding.
 func (s *Shard) Raft() *raft.Raft { return s.raft }
+
+// NodeLogSegmentsHeld is how many node log segments the shard's Raft log
+// keeps from being deleted besides the current one
+// (nodelog.Replica.SegmentsHeld); 0 for the other log stores.
+func (s *Shard) NodeLogSegmentsHeld() int {
+	st := s.store
+	if fs, ok := st.(*faultStore); ok {
+		st = fs.raftStore
+	}
+	if rep, ok := st.(*nodelog.Replica); ok {
+		return rep.SegmentsHeld()
+	}
+	return 0
+}
 
 // ShardID is the shard number.
 func (s *Shard) ShardID() int { return s.cfg.ShardID }

@@ -727,3 +727,51 @@ func TestDamageBeforeValidRecordsRefusesToOpen(t *testing.T) {
 		t.Fatalf("Open over a damaged record followed by valid ones: %v", err)
 	}
 }
+
+// TestSegmentsHeld: a replica log counts the segments written since the
+// one holding its first entry, and none once compaction moves its first
+// entry into the current segment.
+func TestSegmentsHeld(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Open(Options{Dir: filepath.Join(dir, "log"), SegmentBytes: 4096, noRelocate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	quiet := openRep(t, l, filepath.Join(dir, "quiet"))
+	busy := openRep(t, l, filepath.Join(dir, "busy"))
+	if n := quiet.SegmentsHeld(); n != 0 {
+		t.Fatalf("empty log: SegmentsHeld = %d, want 0", n)
+	}
+	if err := quiet.StoreLogs(entries(1, 3, 1, "quiet")); err != nil {
+		t.Fatal(err)
+	}
+	big := bytes.Repeat([]byte{'b'}, 1500)
+	prev := 0
+	for i := uint64(1); i <= 40; i++ {
+		lg := entries(i, i, 1, "busy")
+		lg[0].Data = append(lg[0].Data, big...)
+		if err := busy.StoreLogs(lg); err != nil {
+			t.Fatal(err)
+		}
+		n := quiet.SegmentsHeld()
+		if n < prev || n != l.Stats().Segments-1 {
+			t.Fatalf("after %d busy entries: SegmentsHeld = %d (before: %d), %d segments", i, n, prev, l.Stats().Segments)
+		}
+		prev = n
+	}
+	if prev < 10 {
+		t.Fatalf("SegmentsHeld = %d after 60 KB in 4 KB segments, want 10 or more", prev)
+	}
+	// Compaction up to the last entry leaves it in the current segment
+	// (raft keeps the last entry).
+	if err := quiet.StoreLogs(entries(4, 4, 1, "quiet")); err != nil {
+		t.Fatal(err)
+	}
+	if err := quiet.DeleteRange(1, 3); err != nil {
+		t.Fatal(err)
+	}
+	if n := quiet.SegmentsHeld(); n != 0 {
+		t.Fatalf("compacted to its newest entry: SegmentsHeld = %d, want 0", n)
+	}
+}

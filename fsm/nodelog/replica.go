@@ -189,6 +189,21 @@ func (r *Replica) FirstIndex() (uint64, error) {
 	return r.r.first, nil
 }
 
+// SegmentsHeld is how many segments lie between the one holding the
+// replica's first entry and the segment being written (0 for an empty log
+// or one that starts in the current segment). None of them can be deleted
+// while the entry is there. The writer carries small logs forward
+// (relocateLogBytes); a larger one stays until raft compacts it, which only
+// a snapshot of the replica's shard makes it do.
+func (r *Replica) SegmentsHeld() int {
+	r.l.mu.RLock()
+	defer r.l.mu.RUnlock()
+	if len(r.r.locs) == 0 || len(r.l.segs) == 0 {
+		return 0
+	}
+	return int(r.l.segs[len(r.l.segs)-1].seq - r.r.locs[0].seq)
+}
+
 // LastIndex is the last entry's index, 0 when the log is empty.
 func (r *Replica) LastIndex() (uint64, error) {
 	r.l.mu.RLock()
