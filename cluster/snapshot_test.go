@@ -223,4 +223,7 @@ func TestQuietShardLetsTheNodeLogShrink(t *testing.T) {
 		}
 		xadd(1, 2<<10) // segments are let go when the writer starts a new one
 	}
+	if h := n.shard(0).s.Stats().NodeLogSegmentsHeld; h >= heldSegments {
+		t.Errorf("shard 0's log still holds %d segments", h)
+	}
 }

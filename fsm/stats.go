@@ -36,6 +36,9 @@ type Stats struct {
 	// StorageFault is the error that stopped the replica (its Raft log
 	// store failed a write; see StorageFault), "" while healthy.
 	StorageFault string
+	// NodeLogSegmentsHeld is what Shard.NodeLogSegmentsHeld returns: the
+	// node log segments the replica's Raft log keeps from being deleted.
+	NodeLogSegmentsHeld int
 }
 
 // HistSnapshot is a histogram's state: Counts[i] observations fell in
@@ -177,6 +180,8 @@ func (s *Shard) Stats() Stats {
 		BatchCommands:   s.stats.batch.Snapshot(),
 		CommitSeconds:   s.stats.commit.Snapshot(),
 		SnapshotSeconds: s.stats.snapshot.Snapshot(),
+
+		NodeLogSegmentsHeld: s.NodeLogSegmentsHeld(),
 	}
 	if err := s.StorageFault(); err != nil {
 		st.StorageFault = err.Error()

@@ -144,6 +144,7 @@ func TestAdminMetricsAfterWorkload(t *testing.T) {
 		`raftstream_shard_snapshots_total{shard="0"}`:                                1,
 		`raftstream_shard_snapshot_seconds_count{shard="0"}`:                         1,
 		`raftstream_shard_proposals_rejected_total{shard="0"}`:                       0,
+		`raftstream_shard_node_log_segments_held{shard="0"}`:                         0,
 		`raftstream_ready`:                     1,
 		`raftstream_clients_blocked`:           0,
 		`raftstream_cluster_nodes{state="up"}`: 1,
