@@ -18,12 +18,11 @@ import (
 	"github.com/raftstream/raftstream/engine"
 	"github.com/raftstream/raftstream/fsm"
 	"github.com/raftstream/raftstream/fsm/nodelog"
-	"github.com/raftstream/raftstream/resp"
 	"github.com/raftstream/raftstream/slots"
 )
 
 // Node is one raftstream process: the shards it hosts, the cluster bus, and
-// the background loops. It implements resp.Backend; its methods are safe for
+// the background loops. It is part of what the RESP server needs; its methods are safe for
 // concurrent use.
 type Node struct {
 	cfg     Config
@@ -80,8 +79,6 @@ type localShard struct {
 	s  *fsm.Shard
 	tr *raft.NetworkTransport
 }
-
-var _ resp.Backend = (*Node)(nil)
 
 // Open validates cfg, creates or reopens the data dir (node ID, shard
 // count), and opens the cluster bus. It starts no Raft group: call Start.
@@ -544,16 +541,16 @@ func (n *Node) shard(i int) *localShard {
 	return st.shards[i]
 }
 
-// NumShards implements resp.Backend.
+// NumShards is part of what the RESP server needs.
 func (n *Node) NumShards() int { return n.nShards }
 
-// ShardOfSlot implements resp.Backend.
+// ShardOfSlot is part of what the RESP server needs.
 func (n *Node) ShardOfSlot(slot int) int { return n.slotMap.Shard(slot) }
 
 // ShardOfKey returns the shard owning key.
 func (n *Node) ShardOfKey(key []byte) int { return n.slotMap.ShardOfKey(key) }
 
-// Submit implements resp.Backend: the unit goes to the local replica of
+// Submit is part of what the RESP server needs: the unit goes to the local replica of
 // shard, which fails it with *fsm.NotLeaderError unless it leads. A shard
 // not hosted here fails with *fsm.NotLeaderError naming its leader as last
 // reported by the replicas (or its preferred replica when none is known).
@@ -579,7 +576,7 @@ func (n *Node) movingAway(shard int, ls *localShard) bool {
 	return id == ""
 }
 
-// Read implements resp.Backend.
+// Read is part of what the RESP server needs.
 func (n *Node) Read(ctx context.Context, shard int, stale bool, fn func(e *engine.Engine)) error {
 	ls := n.shard(shard)
 	if ls == nil || (!stale && n.movingAway(shard, ls)) {
@@ -609,7 +606,7 @@ func (n *Node) remoteLeader(shard int) error {
 	return &fsm.NotLeaderError{LeaderID: id, LeaderAddr: m.RESPAddr()}
 }
 
-// SetNotify implements resp.Backend.
+// SetNotify is part of what the RESP server needs.
 func (n *Node) SetNotify(f func(shard int, keys []string)) {
 	if f == nil {
 		n.notify.Store(nil)
@@ -618,13 +615,13 @@ func (n *Node) SetNotify(f func(shard int, keys []string)) {
 	n.notify.Store(&f)
 }
 
-// Topology implements resp.Backend. Leaders of local shards come from their
+// Topology is part of what the RESP server needs. Leaders of local shards come from their
 // Raft state, others from the replicas' last health report.
-func (n *Node) Topology() resp.Topology {
+func (n *Node) Topology() Topology {
 	st := n.st.Load()
-	t := resp.Topology{MyID: n.id, Shards: make([]resp.ShardInfo, n.nShards)}
+	t := Topology{MyID: n.id, Shards: make([]ShardInfo, n.nShards)}
 	if st.members == nil {
-		t.Nodes = []resp.NodeInfo{n.nodeInfo(n.self, true)}
+		t.Nodes = []NodeInfo{n.nodeInfo(n.self, true)}
 	} else {
 		t.Epoch = st.members.Epoch
 		for _, m := range st.members.Nodes {
@@ -633,7 +630,7 @@ func (n *Node) Topology() resp.Topology {
 	}
 	for i := range t.Shards {
 		r := n.slotMap.Range(i)
-		si := resp.ShardInfo{FirstSlot: r.First, LastSlot: r.Last}
+		si := ShardInfo{FirstSlot: r.First, LastSlot: r.Last}
 		if st.members != nil {
 			si.Replicas = append([]string(nil), st.members.Shards[i]...)
 		}
@@ -659,22 +656,22 @@ func (n *Node) Topology() resp.Topology {
 	return t
 }
 
-func (n *Node) nodeInfo(m Member, up bool) resp.NodeInfo {
+func (n *Node) nodeInfo(m Member, up bool) NodeInfo {
 	bus := 0
 	if _, p, err := splitHostPort(m.Bus); err == nil {
 		bus = p
 	}
-	return resp.NodeInfo{ID: m.ID, Host: m.Host, Port: m.Port, Bus: bus, Up: up}
+	return NodeInfo{ID: m.ID, Host: m.Host, Port: m.Port, Bus: bus, Up: up}
 }
 
-// ShardStatus implements resp.Backend.
-func (n *Node) ShardStatus(shard int) (resp.ShardStatus, bool) {
+// ShardStatus is part of what the RESP server needs.
+func (n *Node) ShardStatus(shard int) (ShardStatus, bool) {
 	ls := n.shard(shard)
 	if ls == nil {
-		return resp.ShardStatus{}, false
+		return ShardStatus{}, false
 	}
 	s := ls.s.Status()
-	return resp.ShardStatus{
+	return ShardStatus{
 		Role: s.Role, Term: s.Term, CommitIndex: s.CommitIndex,
 		AppliedIndex: s.AppliedIndex, LastIndex: s.LastIndex, Leader: s.LeaderID,
 	}, true

@@ -8,16 +8,10 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/raftstream/raftstream/fsm"
-	"github.com/raftstream/raftstream/resp"
 )
 
 // Operator-facing views and actions on local shard replicas (resp's
 // AdminBackend: /metrics, RAFTSTREAM TRANSFER-LEADER and SNAPSHOT).
-
-var (
-	_ resp.AdminBackend = (*Node)(nil)
-	_ resp.NodeRemover  = (*Node)(nil) // RAFTSTREAM REMOVE-NODE (reconfig.go)
-)
 
 // ErrNotHosted is returned for a shard with no replica on this node.
 var ErrNotHosted = errors.New("shard not hosted on this node")

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/raftstream/raftstream/cluster"
 	"github.com/raftstream/raftstream/fsm"
 	"github.com/raftstream/raftstream/fsm/nodelog"
 )
@@ -205,7 +206,7 @@ func (a *Admin) Collect(sc *Scrape) {
 	}
 }
 
-func (a *Admin) collectShard(sc *Scrape, i int, st ShardStatus, ab AdminBackend) {
+func (a *Admin) collectShard(sc *Scrape, i int, st cluster.ShardStatus, ab AdminBackend) {
 	sh := Label{"shard", strconv.Itoa(i)}
 	for _, role := range []string{"leader", "follower", "candidate"} {
 		sc.Add("raftstream_shard_role", "1 for the local replica's current Raft role.", Gauge, b2f(st.Role == role), sh, Label{"role", role})

@@ -8,35 +8,37 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/raftstream/raftstream/cluster"
 )
 
 // statusBackend overrides fakeBackend's shard status (nil entry = not hosted).
 type statusBackend struct {
 	*fakeBackend
-	st []*ShardStatus
+	st []*cluster.ShardStatus
 }
 
-func (b *statusBackend) ShardStatus(shard int) (ShardStatus, bool) {
+func (b *statusBackend) ShardStatus(shard int) (cluster.ShardStatus, bool) {
 	if shard >= len(b.st) || b.st[shard] == nil {
-		return ShardStatus{}, false
+		return cluster.ShardStatus{}, false
 	}
 	return *b.st[shard], true
 }
 
 func TestAdminReadiness(t *testing.T) {
-	lead := &ShardStatus{Role: "leader", Term: 3, CommitIndex: 100, AppliedIndex: 100, Leader: "a"}
+	lead := &cluster.ShardStatus{Role: "leader", Term: 3, CommitIndex: 100, AppliedIndex: 100, Leader: "a"}
 	cases := []struct {
 		name  string
-		st    []*ShardStatus
+		st    []*cluster.ShardStatus
 		ready bool
 		why   string
 	}{
-		{"all led and caught up", []*ShardStatus{lead, {Role: "follower", CommitIndex: 50, AppliedIndex: 45, Leader: "b"}}, true, "2 local shard"},
-		{"shard not hosted is ignored", []*ShardStatus{nil, lead}, true, "1 local shard"},
-		{"no replicas yet", []*ShardStatus{nil, nil}, false, "no shard replicas"},
-		{"no leader", []*ShardStatus{lead, {Role: "candidate", Term: 9, Leader: ""}}, false, "shard 1 has no leader (role candidate, term 9)"},
-		{"follower behind", []*ShardStatus{{Role: "follower", CommitIndex: 5000, AppliedIndex: 10, Leader: "b"}, lead}, false, "shard 0 is catching up: applied 10 of 5000"},
-		{"lag within bound", []*ShardStatus{{Role: "follower", CommitIndex: 1010, AppliedIndex: 10, Leader: "b"}, lead}, true, ""},
+		{"all led and caught up", []*cluster.ShardStatus{lead, {Role: "follower", CommitIndex: 50, AppliedIndex: 45, Leader: "b"}}, true, "2 local shard"},
+		{"shard not hosted is ignored", []*cluster.ShardStatus{nil, lead}, true, "1 local shard"},
+		{"no replicas yet", []*cluster.ShardStatus{nil, nil}, false, "no shard replicas"},
+		{"no leader", []*cluster.ShardStatus{lead, {Role: "candidate", Term: 9, Leader: ""}}, false, "shard 1 has no leader (role candidate, term 9)"},
+		{"follower behind", []*cluster.ShardStatus{{Role: "follower", CommitIndex: 5000, AppliedIndex: 10, Leader: "b"}, lead}, false, "shard 0 is catching up: applied 10 of 5000"},
+		{"lag within bound", []*cluster.ShardStatus{{Role: "follower", CommitIndex: 1010, AppliedIndex: 10, Leader: "b"}, lead}, true, ""},
 	}
 	for _, c := range cases {
 		be := &statusBackend{newFakeBackend(2), c.st}

@@ -3,6 +3,7 @@ package resp
 import (
 	"context"
 
+	"github.com/raftstream/raftstream/cluster"
 	"github.com/raftstream/raftstream/engine"
 	"github.com/raftstream/raftstream/fsm"
 )
@@ -36,41 +37,7 @@ type Backend interface {
 	// it once.
 	SetNotify(func(shard int, keys []string))
 	// Topology describes the cluster for CLUSTER SLOTS/SHARDS/NODES and MOVED.
-	Topology() Topology
+	Topology() cluster.Topology
 	// ShardStatus describes one locally hosted shard replica for INFO.
-	ShardStatus(shard int) (ShardStatus, bool)
-}
-
-// Topology is a point-in-time view of the cluster.
-type Topology struct {
-	MyID   string // 40-hex node ID of this node
-	Epoch  uint64
-	Nodes  []NodeInfo
-	Shards []ShardInfo // index = shard number
-}
-
-// NodeInfo is one cluster member.
-type NodeInfo struct {
-	ID   string // 40 hex chars
-	Host string // announced RESP host
-	Port int    // announced RESP port
-	Bus  int    // cluster bus port
-	Up   bool
-}
-
-// ShardInfo is one shard: its slot range and replica set.
-type ShardInfo struct {
-	FirstSlot, LastSlot int    // inclusive
-	Leader              string // node ID, "" when unknown
-	Replicas            []string
-}
-
-// ShardStatus is the Raft state of a local shard replica.
-type ShardStatus struct {
-	Role         string // leader, follower, candidate, shutdown
-	Term         uint64
-	CommitIndex  uint64
-	AppliedIndex uint64
-	LastIndex    uint64
-	Leader       string
+	ShardStatus(shard int) (cluster.ShardStatus, bool)
 }

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/raftstream/raftstream/cluster"
 	"github.com/raftstream/raftstream/engine"
 )
 
@@ -19,25 +20,25 @@ func cmdClusterMyID(s *Server, c *client, argv [][]byte) reply {
 	return engine.Bulk(s.be.Topology().MyID)
 }
 
-func nodeByID(top Topology, id string) (NodeInfo, bool) {
+func nodeByID(top cluster.Topology, id string) (cluster.NodeInfo, bool) {
 	for _, n := range top.Nodes {
 		if n.ID == id {
 			return n, true
 		}
 	}
-	return NodeInfo{}, false
+	return cluster.NodeInfo{}, false
 }
 
 // shardNodes returns the shard's nodes: its leader first, then the other
 // replicas in ID order.
-func shardNodes(top Topology, sh ShardInfo) []NodeInfo {
-	var out []NodeInfo
+func shardNodes(top cluster.Topology, sh cluster.ShardInfo) []cluster.NodeInfo {
+	var out []cluster.NodeInfo
 	if n, ok := nodeByID(top, sh.Leader); ok {
 		out = append(out, n)
 	}
 	reps := append([]string(nil), sh.Replicas...)
 	sort.Strings(reps)
-	var self []NodeInfo
+	var self []cluster.NodeInfo
 	for _, id := range reps {
 		if id == sh.Leader {
 			continue
@@ -109,7 +110,7 @@ func cmdClusterShards(s *Server, c *client, argv [][]byte) reply {
 // without slots: Raft replicas are not Redis replicas of one master).
 func cmdClusterNodes(s *Server, c *client, argv [][]byte) reply {
 	top := s.be.Topology()
-	nodes := append([]NodeInfo(nil), top.Nodes...)
+	nodes := append([]cluster.NodeInfo(nil), top.Nodes...)
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].ID < nodes[j].ID })
 	var b strings.Builder
 	for _, n := range nodes {

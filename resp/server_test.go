@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/raftstream/raftstream/cluster"
 	"github.com/raftstream/raftstream/engine"
 	"github.com/raftstream/raftstream/fsm"
 	"github.com/raftstream/raftstream/resp/resptest"
@@ -25,20 +26,20 @@ type fakeBackend struct {
 	slotMap  *slots.Map
 	notify   func(int, []string)
 	failWith map[int]error
-	top      Topology
+	top      cluster.Topology
 }
 
 func newFakeBackend(shards int) *fakeBackend {
 	b := &fakeBackend{slotMap: slots.NewMap(shards), failWith: map[int]error{}}
 	b.top.MyID = strings.Repeat("a", 40)
-	b.top.Nodes = []NodeInfo{
+	b.top.Nodes = []cluster.NodeInfo{
 		{ID: strings.Repeat("a", 40), Host: "127.0.0.1", Port: 7001, Bus: 17001, Up: true},
 		{ID: strings.Repeat("b", 40), Host: "127.0.0.1", Port: 7002, Bus: 17002, Up: true},
 	}
 	for i := 0; i < shards; i++ {
 		b.engines = append(b.engines, engine.New(engine.DefaultConfig()))
 		r := b.slotMap.Range(i)
-		b.top.Shards = append(b.top.Shards, ShardInfo{FirstSlot: r.First, LastSlot: r.Last,
+		b.top.Shards = append(b.top.Shards, cluster.ShardInfo{FirstSlot: r.First, LastSlot: r.Last,
 			Leader: b.top.MyID, Replicas: []string{b.top.MyID}})
 	}
 	return b
@@ -82,13 +83,13 @@ func (b *fakeBackend) Read(ctx context.Context, shard int, stale bool, fn func(e
 }
 
 func (b *fakeBackend) SetNotify(f func(int, []string)) { b.notify = f }
-func (b *fakeBackend) Topology() Topology {
+func (b *fakeBackend) Topology() cluster.Topology {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.top
 }
-func (b *fakeBackend) ShardStatus(shard int) (ShardStatus, bool) {
-	return ShardStatus{Role: "leader", Term: 1, Leader: b.top.MyID}, shard < len(b.engines)
+func (b *fakeBackend) ShardStatus(shard int) (cluster.ShardStatus, bool) {
+	return cluster.ShardStatus{Role: "leader", Term: 1, Leader: b.top.MyID}, shard < len(b.engines)
 }
 
 func (b *fakeBackend) fail(shard int, err error) {

@@ -31,6 +31,14 @@ import (
 	"github.com/raftstream/raftstream/resp"
 )
 
+// The node is the RESP server's backend; the interfaces are resp's, the
+// implementation cluster's, and only this command joins them.
+var (
+	_ resp.Backend      = (*cluster.Node)(nil)
+	_ resp.AdminBackend = (*cluster.Node)(nil)
+	_ resp.NodeRemover  = (*cluster.Node)(nil)
+)
+
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "health" {
 		os.Exit(health(os.Args[2:], os.Stdout, os.Stderr))
