@@ -10,8 +10,6 @@ require (
 	github.com/hashicorp/raft v1.8.0
 	github.com/hashicorp/raft-boltdb/v2 v2.3.1
 	github.com/redis/go-redis/v9 v9.23.0
-	github.com/stretchr/testify v1.12.1
-	github.com/tidwall/redcon v1.6.4
 	go.etcd.io/bbolt v1.4.3
 )
 
@@ -30,11 +28,10 @@ require (
 	github.com/armon/go-metrics v0.4.1 // indirect
 	github.com/boltdb/bolt v1.3.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/dgryski/go-rendezvous v0.0.0-20200823014737-9f7001d12a5f // indirect
 	github.com/fatih/color v1.13.0 // indirect
 	github.com/google/btree v1.1.3 // indirect
 	github.com/hashicorp/errwrap v1.1.0 // indirect
-	github.com/hashicorp/go-hclog v1.6.3 // indirect
+	github.com/hashicorp/go-hclog v1.6.3
 	github.com/hashicorp/go-immutable-radix v1.3.1 // indirect
 	github.com/hashicorp/go-metrics v0.7.0 // indirect
 	github.com/hashicorp/go-msgpack/v2 v2.1.5 // indirect
@@ -45,8 +42,6 @@ require (
 	github.com/mattn/go-isatty v0.0.14 // indirect
 	github.com/miekg/dns v1.1.73 // indirect
 	github.com/sean-/seed v0.0.0-20170313163322-e2103e2c3529 // indirect
-	github.com/tidwall/btree v1.1.0 // indirect
-	github.com/tidwall/match v1.1.1 // indirect
 	go.yaml.in/yaml/v3 v3.0.5
 	golang.org/x/net v0.57.0 // indirect
 	golang.org/x/sys v0.48.0

@@ -42,8 +42,8 @@ func ValidateGroupCommand(now int64, argv [][]byte) *Error {
 	if len(argv) == 0 {
 		return nil
 	}
-	var buf [nameBuf]byte
-	if v, ok := groupValidators[string(lowerInto(&buf, argv[0]))]; ok {
+	var buf [NameBuf]byte
+	if v, ok := groupValidators[string(LowerName(&buf, argv[0]))]; ok {
 		return v(now, argv)
 	}
 	return nil

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"sort"
 	"strings"
 )
 
@@ -137,6 +138,16 @@ func Has(name string) bool {
 	return ok
 }
 
+// Commands returns the names of the commands the engine implements, sorted.
+func Commands() []string {
+	out := make([]string, 0, len(commands))
+	for n := range commands {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
 // Exec runs one command at time now (Unix ms, from the log) and returns its
 // reply. User errors are returned as *Error replies, never panics. The caller
 // has already checked the command's arity against the command table.
@@ -144,12 +155,21 @@ func (e *Engine) Exec(now int64, argv [][]byte) Reply {
 	if len(argv) == 0 {
 		return ErrSyntax
 	}
-	var buf [nameBuf]byte
-	h, ok := commands[string(lowerInto(&buf, argv[0]))]
+	var buf [NameBuf]byte
+	h, ok := commands[string(LowerName(&buf, argv[0]))]
 	if !ok {
 		return Errorf("ERR unknown command '%s'", argv[0])
 	}
 	return h(e, now, argv)
+}
+
+// Keyless answers a command that names no key: the HELP subcommands, and
+// commands whose key list is malformed (they fail on their syntax before
+// they look at a key). It runs on an empty keyspace that nothing may write
+// to, so the reply is the same on every node and costs no engine.
+func Keyless(now int64, argv [][]byte) Reply {
+	var e Engine // nil maps: read as empty; a write would be a bug, and panics
+	return e.Exec(now, argv)
 }
 
 // lower returns the lower-cased command name without allocating for names
@@ -163,22 +183,25 @@ func lower(b []byte) string {
 	return string(b)
 }
 
-// nameBuf is the room lowerInto lowers a command name in.
-const nameBuf = 32
+// NameBuf is the room LowerName lowers a command name in.
+const NameBuf = 32
 
-// lowerInto returns b lower-cased, in buf when it fits, for a map lookup
-// (m[string(…)] of a slice does not allocate).
-func lowerInto(buf *[nameBuf]byte, b []byte) []byte {
+// LowerName returns b with ASCII letters lower-cased (Redis compares
+// command names and keywords ASCII-case-insensitively), in buf when it
+// fits, for a map lookup (m[string(…)] of a slice does not allocate). It is
+// the one command-name lower-casing helper of the engine and the server.
+func LowerName(buf *[NameBuf]byte, b []byte) []byte {
+	out := buf[:]
 	if len(b) > len(buf) {
-		return bytes.ToLower(b)
+		out = make([]byte, len(b))
 	}
 	for i, c := range b {
 		if c >= 'A' && c <= 'Z' {
 			c += 'a' - 'A'
 		}
-		buf[i] = c
+		out[i] = c
 	}
-	return buf[:len(b)]
+	return out[:len(b)]
 }
 
 // eqFold reports whether arg equals the ASCII keyword kw, ignoring case.

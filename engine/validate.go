@@ -26,8 +26,8 @@ func Validate(now int64, argv [][]byte) *Error {
 	if len(argv) == 0 {
 		return ErrSyntax
 	}
-	var buf [nameBuf]byte
-	if v, ok := validators[string(lowerInto(&buf, argv[0]))]; ok {
+	var buf [NameBuf]byte
+	if v, ok := validators[string(LowerName(&buf, argv[0]))]; ok {
 		return v(argv)
 	}
 	return ValidateGroupCommand(now, argv)

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/raftstream/raftstream/engine"
+	"github.com/raftstream/raftstream/resp/command"
 )
 
 // aclUser is one ACL user (Redis 7.0 semantics, the subset raftstream
@@ -86,39 +87,14 @@ func isACLCategory(c string) bool {
 
 // hasCategory reports whether cmd belongs to ACL category cat ("all"
 // matches every command).
-func hasCategory(cmd *Command, cat string) bool {
-	if cat == "all" {
-		return true
-	}
-	for _, f := range strings.Fields(cmd.Categories) {
-		if f == "@"+cat {
-			return true
-		}
-	}
-	return false
-}
-
-// aclCommandName resolves a rule's command name ("xadd", "xgroup|create")
-// to a table row, or nil.
-func aclCommandName(name string) *Command {
-	parent, child, hasChild := strings.Cut(name, "|")
-	cmd := table[parent]
-	if cmd == nil {
-		return nil
-	}
-	if hasChild {
-		if cmd.Sub == nil {
-			return nil
-		}
-		return cmd.Sub[child]
-	}
-	return cmd
+func hasCategory(cmd *command.Command, cat string) bool {
+	return cat == "all" || cmd.HasCategory(cat)
 }
 
 // allowed reports whether u's command rules permit cmd (a table row,
 // possibly a subcommand "parent|sub"). Rules apply in order; a rule naming
 // a container covers its subcommands.
-func (u *aclUser) allowed(cmd *Command) bool {
+func (u *aclUser) allowed(cmd *command.Command) bool {
 	ok := false
 	parent, _, _ := strings.Cut(cmd.Name, "|")
 	for _, r := range u.rules {
@@ -189,15 +165,14 @@ func (u *aclUser) describe() string {
 
 // leafCommands are the commands rules are counted over: top-level commands
 // without subcommands, and every subcommand, by name.
-func leafCommands() []*Command {
-	var out []*Command
-	for _, n := range sortedNames() {
-		cmd := table[n]
+func leafCommands() []*command.Command {
+	var out []*command.Command
+	for _, cmd := range command.Top() {
 		if cmd.Sub == nil {
 			out = append(out, cmd)
 			continue
 		}
-		out = append(out, sortedSubs(cmd)...)
+		out = append(out, cmd.Subs()...)
 	}
 	return out
 }
@@ -216,7 +191,7 @@ func (u *aclUser) describeRules() string {
 		if strings.HasPrefix(r[1:], "@") {
 			continue
 		}
-		cmd := aclCommandName(r[1:])
+		cmd := command.Get(r[1:])
 		if cmd != nil && u.allowed(cmd) != fake.allowed(cmd) {
 			fake.rules = append(fake.rules, r)
 		}
@@ -348,7 +323,7 @@ func (u *aclUser) addRule(op, lo string) *errReply {
 		u.rules = append(u.rules, lo)
 		return nil
 	}
-	if aclCommandName(what) == nil {
+	if command.Get(what) == nil {
 		return aclErr(op, "Unknown command or category name in ACL")
 	}
 	// A later rule for the same command replaces earlier ones.
@@ -502,9 +477,9 @@ func (a *aclStore) refresh(u *aclUser) *aclUser {
 
 // checkPerm reports the NOPERM error (and logs it) when c's user may not
 // run cmd with argv, or nil.
-func (s *Server) checkPerm(c *client, cmd *Command, argv [][]byte) *errReply {
+func (s *Server) checkPerm(c *client, cmd *command.Command, argv [][]byte) *errReply {
 	u := c.aclUser(s)
-	if u == nil || u.unrestricted() || cmd.Flags&FlagNoAuth != 0 {
+	if u == nil || u.unrestricted() || cmd.Flags&command.FlagNoAuth != 0 {
 		return nil
 	}
 	if !u.allowed(cmd) {
@@ -524,12 +499,12 @@ func (s *Server) checkPerm(c *client, cmd *Command, argv [][]byte) *errReply {
 
 // deniedKey returns the first of argv's keys u may not access, or nil.
 // Reads need read access, writes write access; XREADGROUP needs both.
-func deniedKey(u *aclUser, cmd *Command, argv [][]byte) []byte {
+func deniedKey(u *aclUser, cmd *command.Command, argv [][]byte) []byte {
 	if u.allKeys {
 		return nil
 	}
-	read := cmd.Kind == KindRead || cmd.Name == "xreadgroup" || cmd.Flags&FlagReadonly != 0
-	write := cmd.Kind == KindWrite || cmd.Flags&FlagWrite != 0
+	read := cmd.Kind == command.KindRead || cmd.Name == "xreadgroup" || cmd.Flags&command.FlagReadonly != 0
+	write := cmd.Kind == command.KindWrite || cmd.Flags&command.FlagWrite != 0
 	if !read && !write {
 		read = true
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/raftstream/raftstream/engine"
+	"github.com/raftstream/raftstream/resp/command"
 )
 
 // aclLogMax is how many ACL LOG entries are kept (Redis's acllog-max-len).
@@ -79,22 +80,6 @@ func (l *aclLog) reset() {
 	l.mu.Lock()
 	l.entries = nil
 	l.mu.Unlock()
-}
-
-func init() {
-	const cats = "@admin @slow @dangerous"
-	acl := add(&Command{Name: "acl", Arity: -2, Categories: "@slow", Group: "server", Since: "6.0.0", Summary: "A container for Access List Control commands."})
-	sub(acl,
-		&Command{Name: "setuser", Arity: -3, Flags: fAdm, Categories: cats, Kind: KindLocal, local: cmdACLSetUser, Group: "server", Since: "6.0.0", Summary: "Creates and modifies an ACL user and its rules."},
-		&Command{Name: "getuser", Arity: 3, Flags: fAdm, Categories: cats, Kind: KindLocal, local: cmdACLGetUser, Group: "server", Since: "6.0.0", Summary: "Lists the ACL rules of a user."},
-		&Command{Name: "deluser", Arity: -3, Flags: fAdm, Categories: cats, Kind: KindLocal, local: cmdACLDelUser, Group: "server", Since: "6.0.0", Summary: "Deletes ACL users, and terminates their connections."},
-		&Command{Name: "list", Arity: 2, Flags: fAdm, Categories: cats, Kind: KindLocal, local: cmdACLList, Group: "server", Since: "6.0.0", Summary: "Dumps the effective rules in ACL file format."},
-		&Command{Name: "users", Arity: 2, Flags: fAdm, Categories: cats, Kind: KindLocal, local: cmdACLUsers, Group: "server", Since: "6.0.0", Summary: "Lists all ACL users."},
-		&Command{Name: "whoami", Arity: 2, Flags: FlagNoScript | FlagLoading | FlagStale, Categories: "@slow", Kind: KindLocal, local: cmdACLWhoami, Group: "server", Since: "6.0.0", Summary: "Returns the authenticated username of the current connection."},
-		&Command{Name: "cat", Arity: -2, Flags: FlagNoScript | FlagLoading | FlagStale, Categories: "@slow", Kind: KindLocal, local: cmdACLCat, Group: "server", Since: "6.0.0", Summary: "Lists the ACL categories, or the commands inside a category."},
-		&Command{Name: "log", Arity: -2, Flags: fAdm, Categories: cats, Kind: KindLocal, local: cmdACLLog, Group: "server", Since: "6.0.0", Summary: "Lists recent security events generated due to ACL rules."},
-		&Command{Name: "dryrun", Arity: -4, Flags: fAdm, Categories: cats, Kind: KindLocal, local: cmdACLDryRun, Group: "server", Since: "7.0.0", Summary: "Simulates the execution of a command by a user, without executing the command."},
-	)
 }
 
 func cmdACLSetUser(s *Server, c *client, argv [][]byte) reply {
@@ -194,12 +179,11 @@ func cmdACLCat(s *Server, c *client, argv [][]byte) reply {
 		if !isACLCategory(cat) || cat == "all" {
 			return errorf("ERR Unknown category '%.128s'", argv[2])
 		}
-		for _, n := range sortedNames() {
-			cmd := table[n]
+		for _, cmd := range command.Top() {
 			if hasCategory(cmd, cat) {
 				out = append(out, engine.Bulk(cmd.Name))
 			}
-			for _, sn := range sortedSubs(cmd) {
+			for _, sn := range cmd.Subs() {
 				if hasCategory(sn, cat) {
 					out = append(out, engine.Bulk(sn.Name))
 				}
@@ -207,27 +191,6 @@ func cmdACLCat(s *Server, c *client, argv [][]byte) reply {
 		}
 	default:
 		return errSyntax
-	}
-	return out
-}
-
-func sortedSubs(cmd *Command) []*Command {
-	var out []*Command
-	for _, n := range sortedKeys(cmd.Sub) {
-		out = append(out, cmd.Sub[n])
-	}
-	return out
-}
-
-func sortedKeys(m map[string]*Command) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j] < out[j-1]; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
 	}
 	return out
 }
@@ -256,7 +219,7 @@ func cmdACLDryRun(s *Server, c *client, argv [][]byte) reply {
 		return errorf("ERR User '%s' not found", argv[2])
 	}
 	cargv := argv[3:]
-	cmd, er := lookup(cargv)
+	cmd, er := command.Lookup(cargv)
 	if er != nil {
 		if strings.HasPrefix(er.Msg, "ERR unknown command") {
 			return errorf("ERR Command '%s' not found", cargv[0])

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/raftstream/raftstream/engine"
+	"github.com/raftstream/raftstream/resp/command"
 )
 
 // Blocking reads (XREAD BLOCK, XREADGROUP BLOCK).
@@ -173,8 +174,8 @@ func blockTimeout(argv [][]byte) (ms int64, ok bool) {
 
 // stripBlock returns argv without its BLOCK option (blocking commands inside
 // MULTI, and each attempt of a blocked read, run as non-blocking ones).
-func stripBlock(cmd *Command, argv [][]byte) [][]byte {
-	if cmd.Flags&FlagBlocking == 0 {
+func stripBlock(cmd *command.Command, argv [][]byte) [][]byte {
+	if cmd.Flags&command.FlagBlocking == 0 {
 		return argv
 	}
 	for i := 1; i+1 < len(argv); i++ {
@@ -196,7 +197,7 @@ func stripBlock(cmd *Command, argv [][]byte) [][]byte {
 // oldest pending entry reaches min-idle-time). The period is min-idle-time
 // bounded to [100 ms, 1 s], so a client waits at most a second more than
 // Redis would, and a blocked client proposes at most ten reads a second.
-func claimRecheck(cmd *Command, argv [][]byte) time.Duration {
+func claimRecheck(cmd *command.Command, argv [][]byte) time.Duration {
 	if cmd.Name != "xreadgroup" {
 		return 0
 	}
@@ -216,7 +217,7 @@ func claimRecheck(cmd *Command, argv [][]byte) time.Duration {
 }
 
 // blockingRead serves XREAD/XREADGROUP with BLOCK ms (0 = forever).
-func (s *Server) blockingRead(c *client, cmd *Command, shard, slot int, argv [][]byte, ms int64) reply {
+func (s *Server) blockingRead(c *client, cmd *command.Command, shard, slot int, argv [][]byte, ms int64) reply {
 	argv = stripBlock(cmd, argv)
 	keyIdx := cmd.Keys(argv)
 	if len(keyIdx) == 0 {
@@ -304,8 +305,8 @@ func (s *Server) setBlocked(c *client, on bool) {
 }
 
 // attempt runs one non-blocking try of a blocked read.
-func (s *Server) attempt(c *client, cmd *Command, shard, slot int, argv [][]byte) reply {
-	if cmd.Kind == KindWrite {
+func (s *Server) attempt(c *client, cmd *command.Command, shard, slot int, argv [][]byte) reply {
+	if cmd.Kind == command.KindWrite {
 		return s.waitOne(s.be.Submit(shard, [][][]byte{argv}), slot)
 	}
 	return s.read(c, shard, slot, argv)
@@ -340,7 +341,7 @@ func (s *Server) resolveDollar(c *client, shard, slot int, argv [][]byte, keyIdx
 // peerClosed reports whether the client has closed its side of the
 // connection, without consuming any bytes it sent (MSG_PEEK).
 func peerClosed(c *client) bool {
-	nc := c.rc.NetConn()
+	nc := c.conn.nc
 	sc, ok := nc.(syscall.Conn)
 	if !ok {
 		return false

@@ -5,16 +5,14 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/tidwall/redcon"
 )
 
 // client is one connection's state. Fields without a note are owned by the
-// connection's goroutine (redcon runs one per connection); the ones read by
+// connection's goroutine (conn.go runs one per connection); the ones read by
 // other goroutines (CLIENT LIST, INFO) are guarded by mu or atomic.
 type client struct {
 	id      int64
-	rc      redcon.Conn
+	conn    *conn
 	addr    string
 	laddr   string
 	created time.Time
@@ -26,7 +24,6 @@ type client struct {
 	asking   bool     // ASKING: the next command follows an ASK redirect
 	quitting bool     // QUIT: close after writing the reply
 
-	lastCmd     []byte
 	lastCmdName string
 
 	waitTimer *time.Timer // bounds the pipeline's waits for writes (server.go waitFutureTimer)
@@ -60,17 +57,17 @@ type client struct {
 	lastAt    atomic.Int64 // unix ms of the last command
 }
 
-func newClient(id int64, rc redcon.Conn) *client {
-	c := &client{id: id, rc: rc, addr: rc.RemoteAddr(), created: time.Now(), proto: 2}
-	if nc := rc.NetConn(); nc != nil {
-		c.laddr = nc.LocalAddr().String()
+func newClient(id int64, cn *conn) *client {
+	c := &client{id: id, conn: cn, addr: cn.addr, created: time.Now(), proto: 2}
+	if cn.nc != nil {
+		c.laddr = cn.nc.LocalAddr().String()
 	}
 	c.lastAt.Store(time.Now().UnixMilli())
 	return c
 }
 
-// write appends r to the connection's output buffer (flushed by redcon
-// after the pipeline, or by flushNow).
+// write appends r to the connection's output buffer (flushed after the
+// pipeline, or by flushNow).
 func (c *client) write(r reply, proto int) {
 	if replySize(r) > maxEncBuf {
 		// A large reply (XREADGROUP COUNT 100 over several streams is
@@ -116,7 +113,7 @@ func (c *client) writeRaw(raw []byte) {
 		c.close()
 		return
 	}
-	c.rc.WriteRaw(raw)
+	c.conn.writeRaw(raw)
 }
 
 // publish copies the connection-owned state that CLIENT LIST shows (own
@@ -139,13 +136,13 @@ func (c *client) isClosed() bool { return c.closedFlg.Load() }
 func (c *client) close() {
 	c.quitting = true
 	c.markClosed()
-	_ = c.rc.Close()
+	_ = c.conn.close()
 }
 
 // kill closes the connection from another goroutine (CLIENT KILL).
 func (c *client) kill() {
 	c.markClosed()
-	if nc := c.rc.NetConn(); nc != nil {
+	if nc := c.conn.nc; nc != nil {
 		_ = nc.Close()
 	}
 }

@@ -1,10 +1,10 @@
 package resp
 
 import (
-	"sort"
 	"strings"
 
 	"github.com/raftstream/raftstream/engine"
+	"github.com/raftstream/raftstream/resp/command"
 )
 
 // COMMAND and its subcommands, answered from the command table in Redis 7's
@@ -19,7 +19,7 @@ func statusSet(names []string) engine.Set {
 }
 
 // keySpecs derives the COMMAND INFO key specifications from the table.
-func (cmd *Command) keySpecs() engine.Set {
+func keySpecs(cmd *command.Command) engine.Set {
 	if cmd.StreamsKeyword {
 		start := 1
 		if cmd.Name == "xreadgroup" {
@@ -51,9 +51,9 @@ func (cmd *Command) keySpecs() engine.Set {
 	}}
 }
 
-func keyFlags(cmd *Command) []string {
+func keyFlags(cmd *command.Command) []string {
 	switch {
-	case cmd.Flags&FlagWrite != 0:
+	case cmd.Flags&command.FlagWrite != 0:
 		return []string{"RW", "update"}
 	default:
 		return []string{"RO", "access"}
@@ -61,7 +61,7 @@ func keyFlags(cmd *Command) []string {
 }
 
 // info is the COMMAND INFO entry of cmd.
-func (cmd *Command) info() engine.Array {
+func commandInfo(cmd *command.Command) engine.Array {
 	name := cmd.Name
 	first, last, step := cmd.First, cmd.Last, cmd.Step
 	flags := cmd.Flags
@@ -69,15 +69,8 @@ func (cmd *Command) info() engine.Array {
 		first, last, step = 0, 0, 0
 	}
 	subs := engine.Array{}
-	if cmd.Sub != nil {
-		names := make([]string, 0, len(cmd.Sub))
-		for n := range cmd.Sub {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			subs = append(subs, cmd.Sub[n].info())
-		}
+	for _, sc := range cmd.Subs() {
+		subs = append(subs, commandInfo(sc))
 	}
 	return engine.Array{
 		engine.Bulk(name),
@@ -86,7 +79,7 @@ func (cmd *Command) info() engine.Array {
 		engine.Integer(first), engine.Integer(last), engine.Integer(step),
 		statusSet(strings.Fields(cmd.Categories)),
 		tipsSet(cmd.Tips),
-		cmd.keySpecs(),
+		keySpecs(cmd),
 		subs,
 	}
 }
@@ -101,28 +94,14 @@ func tipsSet(tips []string) engine.Set {
 
 func cmdCommand(s *Server, c *client, argv [][]byte) reply {
 	out := engine.Array{}
-	for _, n := range sortedNames() {
-		out = append(out, table[n].info())
+	for _, cmd := range command.Top() {
+		out = append(out, commandInfo(cmd))
 	}
 	return out
 }
 
 func cmdCommandCount(s *Server, c *client, argv [][]byte) reply {
-	return engine.Integer(len(table))
-}
-
-// findCommand resolves "name" or "parent|sub".
-func findCommand(name string) *Command {
-	name = strings.ToLower(name)
-	parent, subName, isSub := strings.Cut(name, "|")
-	cmd := table[parent]
-	if cmd == nil || !isSub {
-		return cmd
-	}
-	if cmd.Sub == nil {
-		return nil
-	}
-	return cmd.Sub[subName]
+	return engine.Integer(len(command.Top()))
 }
 
 func cmdCommandInfo(s *Server, c *client, argv [][]byte) reply {
@@ -131,8 +110,8 @@ func cmdCommandInfo(s *Server, c *client, argv [][]byte) reply {
 	}
 	out := engine.Array{}
 	for _, a := range argv[2:] {
-		if cmd := findCommand(string(a)); cmd != nil {
-			out = append(out, cmd.info())
+		if cmd := command.Get(string(a)); cmd != nil {
+			out = append(out, commandInfo(cmd))
 		} else {
 			out = append(out, engine.NullBulk{})
 		}
@@ -140,21 +119,16 @@ func cmdCommandInfo(s *Server, c *client, argv [][]byte) reply {
 	return out
 }
 
-func (cmd *Command) docs() engine.Map {
+func commandDocs(cmd *command.Command) engine.Map {
 	m := engine.Map{
 		engine.Bulk("summary"), engine.Bulk(cmd.Summary),
 		engine.Bulk("since"), engine.Bulk(cmd.Since),
 		engine.Bulk("group"), engine.Bulk(cmd.Group),
 	}
 	if cmd.Sub != nil {
-		names := make([]string, 0, len(cmd.Sub))
-		for n := range cmd.Sub {
-			names = append(names, n)
-		}
-		sort.Strings(names)
 		subs := engine.Map{}
-		for _, n := range names {
-			subs = append(subs, engine.Bulk(cmd.Sub[n].Name), cmd.Sub[n].docs())
+		for _, sc := range cmd.Subs() {
+			subs = append(subs, engine.Bulk(sc.Name), commandDocs(sc))
 		}
 		m = append(m, engine.Bulk("subcommands"), subs)
 	}
@@ -164,14 +138,14 @@ func (cmd *Command) docs() engine.Map {
 func cmdCommandDocs(s *Server, c *client, argv [][]byte) reply {
 	out := engine.Map{}
 	if len(argv) == 2 {
-		for _, n := range sortedNames() {
-			out = append(out, engine.Bulk(n), table[n].docs())
+		for _, cmd := range command.Top() {
+			out = append(out, engine.Bulk(cmd.Name), commandDocs(cmd))
 		}
 		return out
 	}
 	for _, a := range argv[2:] {
-		if cmd := findCommand(string(a)); cmd != nil {
-			out = append(out, engine.Bulk(cmd.Name), cmd.docs())
+		if cmd := command.Get(string(a)); cmd != nil {
+			out = append(out, engine.Bulk(cmd.Name), commandDocs(cmd))
 		}
 	}
 	return out
@@ -179,9 +153,9 @@ func cmdCommandDocs(s *Server, c *client, argv [][]byte) reply {
 
 func cmdCommandGetKeys(s *Server, c *client, argv [][]byte) reply {
 	sub := argv[2:]
-	cmd, er := lookup(sub)
+	cmd, er := command.Lookup(sub)
 	if er != nil {
-		if _, ok := table[strings.ToLower(string(sub[0]))]; !ok {
+		if command.Get(string(sub[0])) == nil {
 			return errorf("ERR Invalid command specified")
 		}
 		return errorf("ERR Invalid number of arguments specified for command")
@@ -202,14 +176,14 @@ func cmdCommandGetKeys(s *Server, c *client, argv [][]byte) reply {
 
 // cmdCommandList implements COMMAND LIST [FILTERBY MODULE m|ACLCAT c|PATTERN p].
 func cmdCommandList(s *Server, c *client, argv [][]byte) reply {
-	filter := func(cmd *Command) bool { return true }
+	filter := func(cmd *command.Command) bool { return true }
 	if len(argv) == 5 && strings.EqualFold(string(argv[2]), "FILTERBY") {
 		v := string(argv[4])
 		switch strings.ToLower(string(argv[3])) {
 		case "module":
-			filter = func(*Command) bool { return false }
+			filter = func(*command.Command) bool { return false }
 		case "aclcat":
-			filter = func(cmd *Command) bool {
+			filter = func(cmd *command.Command) bool {
 				for _, cat := range strings.Fields(cmd.Categories) {
 					if strings.EqualFold(cat, "@"+v) {
 						return true
@@ -218,7 +192,7 @@ func cmdCommandList(s *Server, c *client, argv [][]byte) reply {
 				return false
 			}
 		case "pattern":
-			filter = func(cmd *Command) bool { return globMatch(strings.ToLower(v), cmd.Name) }
+			filter = func(cmd *command.Command) bool { return globMatch(strings.ToLower(v), cmd.Name) }
 		default:
 			return errSyntax
 		}
@@ -226,21 +200,13 @@ func cmdCommandList(s *Server, c *client, argv [][]byte) reply {
 		return errSyntax
 	}
 	out := engine.Array{}
-	for _, n := range sortedNames() {
-		cmd := table[n]
+	for _, cmd := range command.Top() {
 		if filter(cmd) {
-			out = append(out, engine.Bulk(n))
+			out = append(out, engine.Bulk(cmd.Name))
 		}
-		if cmd.Sub != nil {
-			names := make([]string, 0, len(cmd.Sub))
-			for sn := range cmd.Sub {
-				names = append(names, sn)
-			}
-			sort.Strings(names)
-			for _, sn := range names {
-				if filter(cmd.Sub[sn]) {
-					out = append(out, engine.Bulk(cmd.Sub[sn].Name))
-				}
+		for _, sc := range cmd.Subs() {
+			if filter(sc) {
+				out = append(out, engine.Bulk(sc.Name))
 			}
 		}
 	}

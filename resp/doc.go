@@ -1,36 +1,44 @@
 // Package resp is raftstream's client-facing server: RESP2/RESP3 over TCP,
-// one connection goroutine each. The connection loop and command reader are
-// conn.go's (redcon's loop and parser, reading a pipeline with two
-// allocations instead of several per command); handlers see redcon's Conn
-// and Command types, and replies go through redcon's Writer.
+// one connection goroutine each (conn.go). Its sub-packages hold what does
+// not need the server: resp/wire the protocol (the one request reader, the
+// encoders, a small client), resp/command the command table, resp/acl the
+// access rules, resp/admin the HTTP admin endpoints.
 //
 // # How a command runs
 //
-// Every command is looked up in ONE declarative table (table.go): arity,
-// flags, key positions (including the STREAMS keyword form of XREAD and
-// XREADGROUP), ACL categories and where it runs:
+// Every command is resolved once (classify, dispatch.go) against the one
+// declarative table (resp/command): arity, flags, key positions (including
+// the STREAMS keyword form of XREAD and XREADGROUP), ACL categories and
+// where it runs. Every path then passes the same admission checks (admit:
+// authentication, ACL, maxmemory, CROSSSLOT):
 //
-//   - KindWrite: keys → slot (slots.Of) → shard (Backend.ShardOfSlot); keys on
-//     different shards get CROSSSLOT; the command is proposed to the shard's
-//     Raft group with Backend.Submit and answered when applied. The reply is
-//     the engine's, produced on every replica at the same log position.
+//   - KindWrite: keys → slot (slots.Of) → shard (Backend.ShardOfSlot); keys
+//     on different shards get CROSSSLOT; the command is proposed to the
+//     shard's Raft group with Backend.Submit and answered when applied. The
+//     reply is the engine's, produced on every replica at the same log
+//     position.
 //   - KindRead: run against the shard's engine under Backend.Read
 //     (linearizable on the leader; stale on READONLY connections).
-//   - KindLocal: answered here (connection state, INFO, CONFIG, CLIENT,
-//     CLUSTER, COMMAND, keyspace fan-out over local shards).
+//   - KindLocal: answered here by the handler attached to the row
+//     (handlers.go; the server refuses to start if a row lacks one):
+//     connection state, INFO, CONFIG, CLIENT, CLUSTER, COMMAND, keyspace
+//     fan-out over local shards.
 //
 // The server never implements stream semantics: the engine does.
 //
 // # Pipelining
 //
-// A connection's pipelined commands are taken together (ReadPipeline). Consecutive plain writes are submitted without waiting, so
+// A connection's pipelined commands are taken together (pipeline.go):
+// every complete command the reader has is one pipeline. Consecutive
+// admitted writes are submitted without waiting, so
 // they share Raft entries with other clients' writes; consecutive plain reads
 // on a shard run under one Read (one read fence). A read waits for the writes
 // before it and a write for the reads before it, so the connection sees its
 // commands in order; replies are written in order. Pipelined writes in flight
 // per shard are bounded (Config.MaxInFlight): past it, connections wait
-// rather than overflow the shard's queue. The protocol guard (guard.go)
-// enforces proto-max-bulk-len before the reader buffers anything.
+// rather than overflow the shard's queue. The reader (resp/wire) enforces
+// proto-max-bulk-len and the query buffer limit before it buffers more than
+// one command.
 //
 // # Transactions
 //

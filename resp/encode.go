@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/raftstream/raftstream/engine"
+	"github.com/raftstream/raftstream/resp/wire"
 )
 
 // AppendReply appends the RESP encoding of r to b: RESP2 when proto is 2,
@@ -12,17 +13,13 @@ import (
 func AppendReply(b []byte, r engine.Reply, proto int) []byte {
 	switch v := r.(type) {
 	case engine.SimpleString:
-		b = append(b, '+')
-		b = append(b, v...)
-		return append(b, '\r', '\n')
+		return wire.AppendSimple(b, string(v))
 	case engine.BulkString:
-		return appendBulk(b, v)
+		return wire.AppendBulk(b, v)
 	case engine.Integer:
-		b = append(b, ':')
-		b = strconv.AppendInt(b, int64(v), 10)
-		return append(b, '\r', '\n')
+		return wire.AppendInt(b, int64(v))
 	case engine.Array:
-		b = appendLen(b, '*', len(v))
+		b = wire.AppendLen(b, '*', len(v))
 		for _, e := range v {
 			b = AppendReply(b, e, proto)
 		}
@@ -30,15 +27,15 @@ func AppendReply(b []byte, r engine.Reply, proto int) []byte {
 	case *engine.EntryReply:
 		// [id, [field, value, ...]], as the nested Arrays would be.
 		var idb [48]byte
-		b = appendLen(b, '*', 2)
-		b = appendBulk(b, v.ID.Append(idb[:0]))
-		b = appendLen(b, '*', v.N)
+		b = wire.AppendLen(b, '*', 2)
+		b = wire.AppendBulk(b, v.ID.Append(idb[:0]))
+		b = wire.AppendLen(b, '*', v.N)
 		return append(b, v.Enc...)
 	case engine.Map:
 		if proto >= 3 {
-			b = appendLen(b, '%', len(v)/2)
+			b = wire.AppendLen(b, '%', len(v)/2)
 		} else {
-			b = appendLen(b, '*', len(v))
+			b = wire.AppendLen(b, '*', len(v))
 		}
 		for _, e := range v {
 			b = AppendReply(b, e, proto)
@@ -46,13 +43,13 @@ func AppendReply(b []byte, r engine.Reply, proto int) []byte {
 		return b
 	case engine.PairMap:
 		if proto >= 3 {
-			b = appendLen(b, '%', len(v)/2)
+			b = wire.AppendLen(b, '%', len(v)/2)
 			for _, e := range v {
 				b = AppendReply(b, e, proto)
 			}
 			return b
 		}
-		b = appendLen(b, '*', len(v)/2)
+		b = wire.AppendLen(b, '*', len(v)/2)
 		for i := 0; i+1 < len(v); i += 2 {
 			b = append(b, "*2\r\n"...)
 			b = AppendReply(b, v[i], proto)
@@ -61,9 +58,9 @@ func AppendReply(b []byte, r engine.Reply, proto int) []byte {
 		return b
 	case engine.Set:
 		if proto >= 3 {
-			b = appendLen(b, '~', len(v))
+			b = wire.AppendLen(b, '~', len(v))
 		} else {
-			b = appendLen(b, '*', len(v))
+			b = wire.AppendLen(b, '*', len(v))
 		}
 		for _, e := range v {
 			b = AppendReply(b, e, proto)
@@ -85,27 +82,13 @@ func AppendReply(b []byte, r engine.Reply, proto int) []byte {
 			b = appendDouble(b, float64(v))
 			return append(b, '\r', '\n')
 		}
-		return appendBulk(b, appendDouble(nil, float64(v)))
+		return wire.AppendBulk(b, appendDouble(nil, float64(v)))
 	case *engine.Error:
-		b = append(b, '-')
-		b = append(b, v.Msg...)
-		return append(b, '\r', '\n')
+		return wire.AppendError(b, v.Msg)
 	case nil:
 		return AppendReply(b, engine.NullBulk{}, proto)
 	}
 	panic("resp: unknown reply type")
-}
-
-func appendLen(b []byte, prefix byte, n int) []byte {
-	b = append(b, prefix)
-	b = strconv.AppendInt(b, int64(n), 10)
-	return append(b, '\r', '\n')
-}
-
-func appendBulk(b []byte, s []byte) []byte {
-	b = appendLen(b, '$', len(s))
-	b = append(b, s...)
-	return append(b, '\r', '\n')
 }
 
 // appendDouble formats like Redis's addReplyDouble (%.17g, inf/-inf/nan).

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/raftstream/raftstream/engine"
+	"github.com/raftstream/raftstream/resp/wire"
 )
 
 // Forwarding mode (Config.Forwarding): a client that is not cluster-aware
@@ -96,7 +97,7 @@ func (f *forwarder) do(addr string, proto int, cmds [][][]byte, timeout time.Dur
 	}
 	var buf []byte
 	for _, argv := range cmds {
-		buf = AppendCommand(buf, argv)
+		buf = wire.AppendCommand(buf, argv)
 	}
 	if timeout > 0 {
 		c.SetDeadline(time.Now().Add(timeout))
@@ -132,7 +133,7 @@ func (c *fwdConn) Close()                     { _ = c.c.Close() }
 func (c *fwdConn) WriteRaw(p []byte) error    { _, err := c.c.Write(p); return err }
 func (c *fwdConn) ReadReply() ([]byte, error) { return ReadRawReply(c.r) }
 func (c *fwdConn) Do(argv [][]byte) ([]byte, error) {
-	if err := c.WriteRaw(AppendCommand(nil, argv)); err != nil {
+	if err := c.WriteRaw(wire.AppendCommand(nil, argv)); err != nil {
 		return nil, err
 	}
 	return c.ReadReply()

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/raftstream/raftstream/resp/command"
 )
 
 // Limits are the resource limits of a Server's client side (Redis's
@@ -200,8 +202,8 @@ func (s *Server) overMaxMemory() bool {
 }
 
 // checkOOM is the -OOM error for a denyoom command above maxmemory.
-func (s *Server) checkOOM(cmd *Command) *errReply {
-	if cmd.Flags&FlagDenyOOM != 0 && s.overMaxMemory() {
+func (s *Server) checkOOM(cmd *command.Command) *errReply {
+	if cmd.Flags&command.FlagDenyOOM != 0 && s.overMaxMemory() {
 		return errOOM
 	}
 	return nil

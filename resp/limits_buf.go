@@ -20,8 +20,8 @@ import (
 // with CONFIG SET.
 //
 // Query buffer: the bytes of the one command a connection has begun and not
-// finished sending (redcon must hold all of them before it can parse the
-// command). Above the limit the connection is closed without a reply, as
+// finished sending (the reader must hold all of them before it can hand the
+// command over). Above the limit the connection is closed without a reply, as
 // Redis does ("closing client that reached max query buffer length"); a
 // client sending an endless multibulk cannot grow the server's memory.
 // Default 1gb, as Redis.
@@ -75,18 +75,6 @@ func (b *bufLimits) init(log func(string, ...any)) {
 	b.log = log
 }
 
-// errQueryBufferLimit ends a connection whose pending command outgrew the
-// query buffer limit (returned by guardConn.Read; redcon then closes it).
-var errQueryBufferLimit = errors.New("client reached max query buffer length")
-
-// queryLimit is the client-query-buffer-limit (0: none).
-func (b *bufLimits) queryLimit() int64 {
-	if b == nil {
-		return 0
-	}
-	return b.query.Load()
-}
-
 // queryOver is called by the reader with the size of the command being
 // received; true means close the connection (counted and logged once).
 func (b *bufLimits) queryOver(cur int64, c net.Conn) bool {
@@ -117,7 +105,7 @@ func addrString(a net.Addr) string {
 
 // outConn counts a connection's reply bytes not yet written to its socket
 // and enforces the output buffer limit. client.write adds what it appends
-// to redcon's buffer (reserve); Write, called by redcon's flush, writes in
+// to the connection's buffer (reserve); Write, called by its flush, writes in
 // chunks and subtracts what reached the socket.
 type outConn struct {
 	net.Conn
@@ -216,7 +204,7 @@ func tcpConnOf(c net.Conn) *net.TCPConn {
 	return nil
 }
 
-// Write writes p (redcon's flush) in chunks, releasing the pending count
+// Write writes p (the connection's flush) in chunks, releasing the pending count
 // as bytes reach the socket.
 func (o *outConn) Write(p []byte) (int, error) {
 	written := 0
@@ -266,15 +254,6 @@ func (l outListener) Accept() (net.Conn, error) {
 		return nil, err
 	}
 	return &outConn{Conn: c, lim: l.lim}, nil
-}
-
-// outConnOf finds the outConn under redcon's connection (a guardConn).
-func outConnOf(c net.Conn) *outConn {
-	if g, ok := c.(*guardConn); ok {
-		c = g.Conn
-	}
-	o, _ := c.(*outConn)
-	return o
 }
 
 // parseMemory parses a Redis memory value: a byte count with an optional

@@ -2,60 +2,11 @@ package resp
 
 import (
 	"bytes"
-	"io"
-	"net"
 	"testing"
 
-	"github.com/tidwall/redcon"
-
 	"github.com/raftstream/raftstream/engine"
+	"github.com/raftstream/raftstream/resp/command"
 )
-
-// readerConn is a net.Conn whose reads come from a byte slice.
-type readerConn struct {
-	net.Conn
-	r io.Reader
-}
-
-func (c readerConn) Read(p []byte) (int, error) { return c.r.Read(p) }
-
-var respSeeds = []string{
-	"*3\r\n$4\r\nXADD\r\n$1\r\ns\r\n$1\r\n*\r\n",
-	"*1\r\n$4\r\nPING\r\n", "PING\r\n", "*0\r\n", "*-1\r\n", "$-1\r\n", "*99999999999999999999\r\n",
-	"*2\r\n$999999999999\r\n", "*1\r\n*1\r\n*1\r\n$1\r\nx\r\n", "*1\r\n$-5\r\n", "*3\r\n$3\r\nSET\r\n",
-	"\x00\xff\xfe*\r\n$\r\n", "\"unbalanced quote\r\n", "*1\r\n$4\r\nPINGxx\r\n", "*2\r\n:1\r\n+x\r\n",
-}
-
-// FuzzRESPReader runs arbitrary bytes through the protocol guard and
-// redcon's parser: no panic, a bounded amount of work, and every parsed
-// command's arguments fit the bulk limit.
-func FuzzRESPReader(f *testing.F) {
-	for _, s := range respSeeds {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, in []byte) {
-		const maxBulk = 1 << 10
-		g := newGuardConn(readerConn{r: bytes.NewReader(in)}, maxBulk)
-		rd := redcon.NewReader(g)
-		for i := 0; i < len(in)+2; i++ {
-			cmd, err := rd.ReadCommand()
-			if err != nil {
-				return
-			}
-			for _, a := range cmd.Args {
-				if len(a) > maxBulk && !isInline(in) {
-					t.Fatalf("argument of %d bytes passed a %d-byte limit", len(a), maxBulk)
-				}
-			}
-		}
-	})
-}
-
-// isInline reports whether the input has an inline (non-RESP) command,
-// which the guard passes through untouched (redcon bounds inline lines).
-func isInline(in []byte) bool {
-	return bytes.IndexFunc(in, func(r rune) bool { return r != '*' && r != '$' }) >= 0
-}
 
 // FuzzCommand runs arbitrary argvs (NUL-separated) through command lookup,
 // engine.Validate and engine.Exec on a populated engine: no panic, and a
@@ -87,7 +38,7 @@ func FuzzCommand(f *testing.F) {
 			return
 		}
 		argv := bytes.Split(in, []byte{0})
-		if _, er := lookup(argv); er != nil {
+		if _, er := command.Lookup(argv); er != nil {
 			return
 		}
 		e := engine.New(engine.DefaultConfig())

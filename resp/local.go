@@ -9,6 +9,7 @@ import (
 
 	"github.com/raftstream/raftstream/engine"
 	"github.com/raftstream/raftstream/fsm"
+	"github.com/raftstream/raftstream/resp/command"
 )
 
 // Connection and server commands answered by the server itself.
@@ -20,7 +21,7 @@ func cmdPing(s *Server, c *client, argv [][]byte) reply {
 	case 2:
 		return engine.BulkString(argv[1])
 	}
-	return wrongArity("ping")
+	return command.WrongArity("ping")
 }
 
 func cmdEcho(s *Server, c *client, argv [][]byte) reply { return engine.BulkString(argv[1]) }

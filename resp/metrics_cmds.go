@@ -4,6 +4,8 @@ import (
 	"sort"
 	"sync/atomic"
 	"time"
+
+	"github.com/raftstream/raftstream/resp/command"
 )
 
 // cmdMetrics counts commands by table name (subcommands as "parent|sub")
@@ -23,11 +25,8 @@ type cmdMetric struct {
 
 func newCmdMetrics() *cmdMetrics {
 	m := &cmdMetrics{byName: map[string]*cmdMetric{"unknown": {}}}
-	for name, c := range table {
-		m.byName[name] = &cmdMetric{}
-		for _, sc := range c.Sub {
-			m.byName[sc.Name] = &cmdMetric{}
-		}
+	for _, c := range command.All() {
+		m.byName[c.Name] = &cmdMetric{}
 	}
 	return m
 }
@@ -56,18 +55,6 @@ func (m *cmdMetrics) observeN(name string, d time.Duration, n int) {
 		}
 	}
 	h.ObserveN(d.Seconds(), uint64(n))
-}
-
-// observeArgv records a command given by its arguments.
-func (m *cmdMetrics) observeArgv(argv [][]byte, start time.Time) {
-	if m == nil || len(argv) == 0 {
-		return
-	}
-	name := "unknown"
-	if cmd, er := lookup(argv); er == nil {
-		name = cmd.Name
-	}
-	m.observe(name, start)
 }
 
 // collect adds the command series (only commands called at least once).

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/raftstream/raftstream/resp/command"
 )
 
 // TestScrapeTextFormat checks the exposition: HELP/TYPE once per family,
@@ -45,10 +47,14 @@ c_seconds_count{s="0"} 7
 func TestCmdMetricsNames(t *testing.T) {
 	m := newCmdMetrics()
 	start := time.Now()
-	m.observeArgv([][]byte{[]byte("XADD"), []byte("s"), []byte("*"), []byte("f"), []byte("v")}, start)
-	m.observeArgv([][]byte{[]byte("xgroup"), []byte("CREATE"), []byte("s"), []byte("g"), []byte("$")}, start)
-	m.observeArgv([][]byte{[]byte("NOSUCH")}, start)
-	m.observeArgv([][]byte{[]byte("nosuch2")}, start)
+	for _, line := range []string{"XADD s * f v", "xgroup CREATE s g $", "NOSUCH", "nosuch2"} {
+		var r request
+		for _, f := range strings.Fields(line) {
+			r.argv = append(r.argv, []byte(f))
+		}
+		r.cmd, r.err = command.Lookup(r.argv)
+		m.observe(r.name(), start)
+	}
 	sc := NewScrape()
 	m.collect(sc)
 	var b bytes.Buffer

@@ -1,21 +1,23 @@
 package resp
 
 import (
+	"bytes"
 	"strings"
 
 	"github.com/raftstream/raftstream/engine"
+	"github.com/raftstream/raftstream/resp/command"
 )
 
 // multiState is a connection's open transaction (between MULTI and EXEC).
 type multiState struct {
 	queue [][][]byte
-	cmds  []*Command
+	cmds  []*command.Command
 	dirty bool // a command failed to queue: EXEC aborts
 	shard int  // shard of the queued keys, -1 while none
 	slot  int
 }
 
-func (s *Server) cmdMulti(c *client) reply {
+func cmdMulti(s *Server, c *client, _ [][]byte) reply {
 	if c.multi != nil {
 		return errMultiNested
 	}
@@ -23,7 +25,7 @@ func (s *Server) cmdMulti(c *client) reply {
 	return engine.OK
 }
 
-func (s *Server) cmdDiscard(c *client) reply {
+func cmdDiscard(s *Server, c *client, _ [][]byte) reply {
 	if c.multi == nil {
 		return errDiscardNoMulti
 	}
@@ -31,58 +33,46 @@ func (s *Server) cmdDiscard(c *client) reply {
 	return engine.OK
 }
 
-// multiQueue handles a command sent while a transaction is open. It returns
-// handled=false for commands that run immediately (EXEC, DISCARD, MULTI,
-// QUIT, RESET and WATCH).
-func (s *Server) multiQueue(c *client, argv [][]byte) (reply, bool) {
-	switch strings.ToLower(string(argv[0])) {
+// endsMulti reports whether the request runs at once even inside a
+// transaction (EXEC, DISCARD, MULTI, QUIT, RESET), whatever its arguments.
+func (r *request) endsMulti() bool {
+	var buf [engine.NameBuf]byte
+	switch string(engine.LowerName(&buf, r.argv[0])) {
 	case "exec", "discard", "multi", "quit", "reset":
-		return nil, false
-	case "watch":
-		// Refused without aborting the transaction, as in Redis.
-		return errorf("ERR WATCH inside MULTI is not allowed"), true
+		return true
 	}
+	return false
+}
+
+// multiQueue queues a command sent while a transaction is open, after the
+// same admission checks as any command; a command that fails them marks the
+// transaction so that EXEC aborts.
+func (s *Server) multiQueue(c *client, r *request) reply {
 	m := c.multi
-	cmd, er := lookup(argv)
-	if er != nil {
-		m.dirty = true
-		return er, true
+	if r.err != nil && bytes.EqualFold(r.argv[0], []byte("watch")) {
+		// Refused without aborting the transaction, as in Redis.
+		return errorf("ERR WATCH inside MULTI is not allowed")
 	}
-	if !c.authed && cmd.Flags&FlagNoAuth == 0 {
+	if er := s.admit(c, r); er != nil {
 		m.dirty = true
-		return errNoAuth, true
+		return er
 	}
-	if er := s.checkPerm(c, cmd, argv); er != nil {
-		m.dirty = true
-		return er, true
-	}
-	if er := s.checkOOM(cmd); er != nil {
-		m.dirty = true
-		return er, true
-	}
-	if cmd.Kind == KindWrite || cmd.Kind == KindRead {
-		shard, slot, er := s.route(cmd, argv)
-		if er != nil {
+	if r.shard >= 0 {
+		if m.shard >= 0 && r.shard != m.shard {
 			m.dirty = true
-			return er, true
+			return errCrossSlot
 		}
-		if shard >= 0 {
-			if m.shard >= 0 && shard != m.shard {
-				m.dirty = true
-				return errCrossSlot, true
-			}
-			m.shard, m.slot = shard, slot
-		}
+		m.shard, m.slot = r.shard, r.slot
 	}
-	m.queue = append(m.queue, argv)
-	m.cmds = append(m.cmds, cmd)
-	return engine.SimpleString("QUEUED"), true
+	m.queue = append(m.queue, r.argv)
+	m.cmds = append(m.cmds, r.cmd)
+	return engine.SimpleString("QUEUED")
 }
 
 // cmdExec runs the transaction: its engine commands are proposed as ONE
 // unit (one log entry, applied atomically) when any of them writes, or read
 // under one Read otherwise; server-local commands are answered in place.
-func (s *Server) cmdExec(c *client) reply {
+func cmdExec(s *Server, c *client, _ [][]byte) reply {
 	m := c.multi
 	if m == nil {
 		return errExecNoMulti
@@ -100,9 +90,9 @@ func (s *Server) cmdExec(c *client) reply {
 	var unit [][][]byte
 	writes := false
 	for i, cmd := range m.cmds {
-		if cmd.Kind == KindWrite || cmd.Kind == KindRead {
+		if cmd.Kind == command.KindWrite || cmd.Kind == command.KindRead {
 			unit = append(unit, stripBlock(cmd, m.queue[i]))
-			writes = writes || cmd.Kind == KindWrite
+			writes = writes || cmd.Kind == command.KindWrite
 		}
 	}
 	var engineReplies []reply
@@ -127,12 +117,12 @@ func (s *Server) cmdExec(c *client) reply {
 	out := make(engine.Array, 0, len(m.queue))
 	k := 0
 	for i, cmd := range m.cmds {
-		if cmd.Kind == KindWrite || cmd.Kind == KindRead {
+		if cmd.Kind == command.KindWrite || cmd.Kind == command.KindRead {
 			out = append(out, engineReplies[k])
 			k++
 			continue
 		}
-		r := cmd.local(s, c, m.queue[i])
+		r := handlers[cmd.ID](s, c, m.queue[i])
 		if r == nil {
 			r = engine.OK
 		}
@@ -151,16 +141,6 @@ func (s *Server) forwardUnit(c *client, argv [][]byte) [][][]byte {
 		return append(out, argv)
 	}
 	return [][][]byte{argv}
-}
-
-// isBlocking reports whether argv is a blocking read (BLOCK option given).
-func isBlocking(argv [][]byte) bool {
-	cmd, er := lookup(argv)
-	if er != nil || cmd.Flags&FlagBlocking == 0 {
-		return false
-	}
-	_, ok := blockTimeout(argv)
-	return ok
 }
 
 func cmdUnwatch(s *Server, c *client, argv [][]byte) reply { return engine.OK }

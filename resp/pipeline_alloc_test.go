@@ -6,29 +6,35 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/tidwall/redcon"
-
 	"github.com/raftstream/raftstream/engine"
 )
 
-// sinkConn is a redcon connection that only counts what is written to it.
+// sinkConn is a socket that only counts what is written to it.
 type sinkConn struct {
-	redcon.Conn
+	net.Conn
 	written int
 }
 
-func (c *sinkConn) RemoteAddr() string   { return "127.0.0.1:1" }
-func (c *sinkConn) NetConn() net.Conn    { return nil }
-func (c *sinkConn) WriteRaw(data []byte) { c.written += len(data) }
-func (c *sinkConn) Close() error         { return nil }
+func (c *sinkConn) Write(p []byte) (int, error) { c.written += len(p); return len(p), nil }
+func (c *sinkConn) LocalAddr() net.Addr         { return &net.TCPAddr{} }
+func (c *sinkConn) Close() error                { return nil }
 
 // pipelineClient is a connection of s, as accepted, writing into a sink.
 func pipelineClient(s *Server) (*client, *sinkConn) {
 	sc := &sinkConn{}
-	c := newClient(1, sc)
+	cn := &conn{nc: sc, addr: "127.0.0.1:1"}
+	c := newClient(1, cn)
+	cn.client = c
 	c.user = s.acl.defaultAuto()
 	c.authed = c.user != nil
 	return c, sc
+}
+
+// serveAndFlush runs a pipeline and writes its replies, as the connection
+// loop does.
+func serveAndFlush(s *Server, c *client, argvs [][][]byte) {
+	s.serve(c.conn, argvs)
+	_ = c.conn.flush()
 }
 
 // xaddPipeline is n XADDs as redis-benchmark -P n sends them.
@@ -50,13 +56,13 @@ func TestPipelineAllocs(t *testing.T) {
 	s := New(be, DefaultConfig())
 	c, sc := pipelineClient(s)
 	argvs := xaddPipeline(16)
-	s.runPipeline(c, argvs)
+	serveAndFlush(s, c, argvs)
 	// AllocsPerRun counts the whole process's allocations, so goroutines
 	// other tests left running (servers closing, timers) can add to one
 	// measurement, never subtract: take the least of three.
-	pipeline := testing.AllocsPerRun(500, func() { s.runPipeline(c, argvs) })
+	pipeline := testing.AllocsPerRun(500, func() { serveAndFlush(s, c, argvs) })
 	for range 2 {
-		pipeline = min(pipeline, testing.AllocsPerRun(500, func() { s.runPipeline(c, argvs) }))
+		pipeline = min(pipeline, testing.AllocsPerRun(500, func() { serveAndFlush(s, c, argvs) }))
 	}
 	if sc.written == 0 {
 		t.Fatal("no reply written")
@@ -78,7 +84,7 @@ func BenchmarkPipelineXAdd16(b *testing.B) {
 	argvs := xaddPipeline(16)
 	b.ReportAllocs()
 	for b.Loop() {
-		s.runPipeline(c, argvs)
+		serveAndFlush(s, c, argvs)
 	}
 }
 
@@ -95,7 +101,8 @@ func TestLargeReplyEncodingIsReused(t *testing.T) {
 		entries[i] = &engine.EntryReply{ID: engine.ID{Ms: uint64(i + 1)}, N: 2, Enc: bytes.Repeat(field, 10)}
 	}
 	r := engine.Array{engine.Array{engine.BulkString("s"), entries}}
-	c.write(r, 2)
+	write := func() { c.write(r, 2); _ = c.conn.flush() }
+	write()
 	size := sc.written
 	if size < 64<<10 {
 		t.Fatalf("reply of %d bytes, want a large one", size)
@@ -105,7 +112,7 @@ func TestLargeReplyEncodingIsReused(t *testing.T) {
 	runtime.ReadMemStats(&m0)
 	const runs = 20
 	for range runs {
-		c.write(r, 2)
+		write()
 	}
 	runtime.ReadMemStats(&m1)
 	per := float64(m1.TotalAlloc-m0.TotalAlloc) / runs

@@ -8,15 +8,6 @@ import (
 	"strconv"
 )
 
-// AppendCommand appends argv encoded as a RESP array of bulk strings.
-func AppendCommand(b []byte, argv [][]byte) []byte {
-	b = appendLen(b, '*', len(argv))
-	for _, a := range argv {
-		b = appendBulk(b, a)
-	}
-	return b
-}
-
 // ReadRawReply reads one complete RESP2/RESP3 reply from r and returns its
 // exact bytes (used to relay forwarded replies, and by tests).
 func ReadRawReply(r *bufio.Reader) ([]byte, error) {

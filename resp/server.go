@@ -12,10 +12,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tidwall/redcon"
-
 	"github.com/raftstream/raftstream/engine"
 	"github.com/raftstream/raftstream/fsm"
+	"github.com/raftstream/raftstream/resp/command"
+	"github.com/raftstream/raftstream/resp/wire"
 )
 
 type (
@@ -146,11 +146,20 @@ func New(be Backend, cfg Config) *Server {
 // after a shutdown.
 func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
-	s.rs = newConnServer(s.serveRESP, s.accept, s.closed)
+	s.rs = &connServer{open: s.accept, serve: s.serve, closed: s.closed, reader: s.newReader, conns: map[*conn]bool{}}
 	rs := s.rs
 	s.mu.Unlock()
-	ln = guardListener{Listener: outListener{Listener: ln, lim: &s.buf}, maxBulk: s.cfg.ProtoMaxBulkLen, lim: &s.buf}
+	ln = outListener{Listener: ln, lim: &s.buf}
 	return rs.Serve(&drainListener{Listener: ln, drained: s.drained})
+}
+
+// newReader is a connection's request reader, with the server's protocol
+// limits: proto-max-bulk-len and client-query-buffer-limit.
+func (s *Server) newReader(nc net.Conn) *wire.Reader {
+	return wire.NewReader(nc, wire.Limits{
+		MaxBulk:   s.cfg.ProtoMaxBulkLen,
+		QueryOver: func(pending int64) bool { return s.buf.queryOver(pending, nc) },
+	})
 }
 
 // Shutdown stops accepting connections, lets command batches in flight
@@ -219,18 +228,18 @@ func (s *Server) Addr() net.Addr {
 	return s.rs.Addr()
 }
 
-func (s *Server) accept(rc redcon.Conn) bool {
+func (s *Server) accept(cn *conn) bool {
 	s.drainMu.RLock()
 	draining := s.draining
 	s.drainMu.RUnlock()
 	if draining {
 		return false
 	}
-	c := newClient(s.nextID.Add(1), rc)
-	c.out = outConnOf(rc.NetConn())
+	c := newClient(s.nextID.Add(1), cn)
+	c.out, _ = cn.nc.(*outConn)
 	c.user = s.acl.defaultAuto()
 	c.authed = c.user != nil
-	rc.SetContext(c)
+	cn.client = c
 	s.mu.Lock()
 	s.clients[c.id] = c
 	s.mu.Unlock()
@@ -238,8 +247,8 @@ func (s *Server) accept(rc redcon.Conn) bool {
 	return true
 }
 
-func (s *Server) closed(rc redcon.Conn, err error) {
-	c, _ := rc.Context().(*client)
+func (s *Server) closed(cn *conn, err error) {
+	c := cn.client
 	if c == nil {
 		return
 	}
@@ -261,416 +270,21 @@ func (s *Server) clientsSorted() []*client {
 	return out
 }
 
-// serveRESP is redcon's handler. It takes the whole pipeline the client has
-// sent so far and executes it, submitting consecutive writes together so
-// that they share Raft entries, and writes replies in order.
-func (s *Server) serveRESP(rc redcon.Conn, first redcon.Command) {
-	c, _ := rc.Context().(*client)
-	if c == nil {
-		return
-	}
+// serve runs a pipeline: the commands a client sent before waiting for a
+// reply (runPipeline).
+func (s *Server) serve(cn *conn, argvs [][][]byte) {
+	c := cn.client
 	s.drainMu.RLock()
 	if s.draining {
 		s.drainMu.RUnlock()
-		rc.WriteError("ERR server is shutting down")
-		rc.Close()
+		cn.writeRaw(wire.AppendError(nil, "ERR server is shutting down"))
+		cn.close()
 		return
 	}
 	s.inflight.Add(1)
 	s.drainMu.RUnlock()
 	defer s.inflight.Done()
-
-	cmds := rc.ReadPipeline()
-	argvs := append(c.pipe.argvs[:0], first.Args)
-	for _, cmd := range cmds {
-		argvs = append(argvs, cmd.Args)
-	}
 	s.runPipeline(c, argvs)
-	clear(argvs)
-	c.pipe.argvs = keepSmall(argvs)
-}
-
-// pipeBufs are a connection's buffers for runPipeline, kept from one
-// pipeline to the next (its own goroutine only). They are cleared after
-// use, so that they hold no command or reply.
-type pipeBufs struct {
-	argvs      [][][]byte
-	queue, run []pending
-}
-
-// maxKeptPipe is the longest pipeline buffer a connection keeps.
-const maxKeptPipe = 1024
-
-func keepSmall[T any](b []T) []T {
-	if cap(b) > maxKeptPipe {
-		return nil
-	}
-	return b[:0]
-}
-
-// maxArgs is Redis's limit on a multibulk count (INT_MAX).
-const maxArgs = 1<<31 - 1
-
-// pending is a reply not yet known: a submitted write.
-type pending struct {
-	fut   futureLike
-	idx   int // this command's place in the unit fut answers
-	n     int // the unit's length
-	slot  int
-	proto int
-	argv  [][]byte
-	sem   chan struct{} // the shard's in-flight permits; the unit's first command holds one
-	name  string        // table name and start time, for command metrics
-	start time.Time
-}
-
-// Bounds of a run of pipelined writes submitted as one unit (runPipeline):
-// enough to carry a client's pipeline in one proposal, small enough that a
-// bulk load still makes many entries of moderate size.
-const (
-	maxRunCommands = 256
-	maxRunBytes    = 256 << 10
-)
-
-// runPipeline executes argvs in order. Writes are submitted without waiting;
-// any other command first waits for the writes before it (so a read sees the
-// connection's own writes), then runs synchronously. Consecutive writes to
-// one shard are submitted as one unit: one proposal, one future and one
-// in-flight permit instead of one per command. They apply in order within
-// one log entry, and a failing command does not stop the others (as in
-// EXEC), so each command's reply is what it would have been on its own.
-func (s *Server) runPipeline(c *client, argvs [][][]byte) {
-	// The clock is read once for the commands taken in without anything
-	// waiting in between (fresh), and once per answered unit: a unit's
-	// commands end together, and they are counted in the command metrics
-	// together.
-	var (
-		start time.Time
-		fresh bool
-	)
-	now := func() time.Time {
-		if !fresh {
-			start, fresh = time.Now(), true
-		}
-		return start
-	}
-	// The connection's last interaction (CLIENT LIST idle) is set when the
-	// pipeline arrives and after it, instead of at each reply.
-	c.batching = true
-	c.lastAt.Store(now().UnixMilli())
-	queue := c.pipe.queue[:0]
-	waitAll := func() {
-		if len(queue) == 0 {
-			return
-		}
-		fresh = false
-		var (
-			lastFut futureLike
-			rs      []engine.Reply // lastFut's outcome
-			rerr    error
-			end     time.Time
-			obs     pending // the commands counted together: name, start
-			obsN    int
-		)
-		observe := func() {
-			if obsN > 0 {
-				s.cmdm.observeN(obs.name, end.Sub(obs.start), obsN)
-				obsN = 0
-			}
-		}
-		for _, p := range queue {
-			if p.fut != lastFut {
-				// A unit's first command: wait for it once.
-				observe()
-				rs, rerr = s.waitFutureTimer(c, p.fut)
-				lastFut, end = p.fut, time.Now()
-			}
-			r := s.unitReply(rs, rerr, p.slot, p.idx, p.n)
-			if obsN > 0 && (p.name != obs.name || !p.start.Equal(obs.start)) {
-				observe()
-			}
-			obs.name, obs.start = p.name, p.start
-			obsN++
-			if p.sem != nil {
-				<-p.sem
-			}
-			if raw, ok := s.maybeForward(c, r, [][][]byte{p.argv}, false); ok {
-				c.writeRaw(raw)
-				continue
-			}
-			c.write(r, p.proto)
-		}
-		observe()
-		clear(queue)
-		queue = queue[:0]
-	}
-	// run holds the writes not submitted yet: consecutive, to one shard.
-	var (
-		run      = c.pipe.run[:0]
-		runShard int
-		runBytes int
-	)
-	submitRun := func() {
-		if len(run) == 0 {
-			return
-		}
-		fresh = false
-		// Backpressure: at most MaxInFlight submissions per shard wait in
-		// the shard's queue. Never block while holding permits (answer the
-		// submitted writes first), so connections cannot deadlock on each
-		// other.
-		sem := s.sem[runShard]
-		select {
-		case sem <- struct{}{}:
-		default:
-			waitAll()
-			sem <- struct{}{}
-		}
-		unit := make([][][]byte, len(run))
-		for i := range run {
-			unit[i] = run[i].argv
-		}
-		fut := s.be.Submit(runShard, unit)
-		for i := range run {
-			run[i].fut, run[i].idx, run[i].n = fut, i, len(run)
-		}
-		run[0].sem = sem
-		queue = append(queue, run...)
-		clear(run)
-		run, runBytes = run[:0], 0
-	}
-	flush := func() {
-		submitRun()
-		waitAll()
-	}
-	// Consecutive plain reads are run together: one Read (one read fence)
-	// per run of reads on the same shard.
-	var reads []pendingRead
-	flushReads := func() {
-		if len(reads) > 0 {
-			fresh = false
-		}
-		for i := 0; i < len(reads); {
-			j := i + 1
-			for j < len(reads) && reads[j].shard == reads[i].shard {
-				j++
-			}
-			run := reads[i:j]
-			unit := make([][][]byte, len(run))
-			for k, r := range run {
-				unit[k] = r.argv
-			}
-			out, ran, er := s.readRunBounded(c, run[0].shard, run[0].slot, unit)
-			for k, r := range run {
-				if er == nil && k >= ran {
-					c.dropForOutput() // not run: past the output limit
-					break
-				}
-				s.cmdm.observe(r.name, r.start)
-				rep := er
-				if er == nil {
-					rep = out[k]
-				}
-				if raw, ok := s.maybeForward(c, rep, [][][]byte{r.argv}, false); ok {
-					c.writeRaw(raw)
-				} else {
-					c.write(rep, c.proto)
-				}
-			}
-			i = j
-		}
-		reads = reads[:0]
-	}
-	defer func() {
-		flushReads()
-		flush()
-		c.pipe.queue, c.pipe.run = keepSmall(queue), keepSmall(run)
-		c.batching = false
-		c.lastAt.Store(time.Now().UnixMilli())
-	}()
-	for _, argv := range argvs {
-		if c.isClosed() {
-			return
-		}
-		s.stats.commands.Add(1)
-		start := now()
-		if len(argv) > maxArgs {
-			flush()
-			flushReads()
-			c.write(errorf("ERR Protocol error: invalid multibulk length"), c.proto)
-			c.close()
-			return
-		}
-		for _, a := range argv {
-			if int64(len(a)) > s.cfg.ProtoMaxBulkLen {
-				flush()
-				flushReads()
-				c.write(errorf("ERR Protocol error: invalid bulk length"), c.proto)
-				c.close()
-				return
-			}
-		}
-		cmd := s.plainCmd(c, argv)
-		if shard, slot, name, ok := s.plainRead(cmd, argv); ok {
-			c.lastCmdName = name
-			flush() // a read sees the connection's earlier writes
-			reads = append(reads, pendingRead{argv: argv, shard: shard, slot: slot, name: name, start: start})
-			continue
-		}
-		flushReads() // and a write never overtakes an earlier read
-		if shard, slot, name, ok := s.plainWrite(cmd, argv); ok {
-			c.lastCmdName = name
-			size := argvSize(argv)
-			if len(run) > 0 && (shard != runShard || len(run) >= maxRunCommands || runBytes+size > maxRunBytes) {
-				submitRun()
-			}
-			runShard, runBytes = shard, runBytes+size
-			run = append(run, pending{slot: slot, proto: c.proto, argv: argv, name: name, start: start})
-			continue
-		}
-		flush()
-		flushReads()
-		fresh = false
-		r := s.exec(c, argv)
-		c.publish()
-		if !isBlocking(argv) {
-			s.cmdm.observeArgv(argv, start)
-		}
-		if r != nil {
-			if raw, ok := s.maybeForward(c, r, s.forwardUnit(c, argv), isBlocking(argv)); ok {
-				c.writeRaw(raw)
-			} else {
-				c.write(r, c.proto)
-			}
-		}
-		if c.quitting {
-			c.close()
-			return
-		}
-	}
-}
-
-// plainWrite reports whether argv, looked up by plainCmd as cmd, is a plain
-// write (outside MULTI, not blocking, keys in one shard) that can be
-// submitted without waiting, and where it goes.
-func (s *Server) plainWrite(cmd *Command, argv [][]byte) (shard, slot int, name string, ok bool) {
-	if cmd == nil || cmd.Kind != KindWrite || s.overMaxMemory() {
-		return 0, 0, "", false
-	}
-	if cmd.Flags&FlagBlocking != 0 {
-		if _, blocks := blockTimeout(argv); blocks {
-			return 0, 0, "", false
-		}
-	}
-	shard, slot, er := s.route(cmd, argv)
-	if er != nil || shard < 0 || shard >= len(s.sem) {
-		return 0, 0, "", false
-	}
-	return shard, slot, cmd.Name, true
-}
-
-// pendingRead is a plain read waiting to run with the reads next to it.
-type pendingRead struct {
-	argv        [][]byte
-	shard, slot int
-	name        string // table name and start time, for command metrics
-	start       time.Time
-}
-
-// plainRead reports whether argv, looked up by plainCmd as cmd, is a plain
-// read (outside MULTI, not blocking, keys in one shard) that can be batched
-// with its neighbours.
-func (s *Server) plainRead(cmd *Command, argv [][]byte) (shard, slot int, name string, ok bool) {
-	if cmd == nil || cmd.Kind != KindRead {
-		return 0, 0, "", false
-	}
-	if cmd.Flags&FlagBlocking != 0 {
-		if _, blocks := blockTimeout(argv); blocks {
-			return 0, 0, "", false
-		}
-	}
-	shard, slot, er := s.route(cmd, argv)
-	if er != nil || shard < 0 {
-		return 0, 0, "", false
-	}
-	return shard, slot, cmd.Name, true
-}
-
-// plainCmd looks argv up once for plainRead and plainWrite. It returns nil
-// when the command cannot take either path: inside MULTI, before AUTH, for a
-// connection whose ACL user is restricted, or for an unknown command or
-// wrong arity (exec then answers the error).
-func (s *Server) plainCmd(c *client, argv [][]byte) *Command {
-	if c.multi != nil || !c.authed || c.restricted(s) {
-		return nil
-	}
-	cmd, er := lookup(argv)
-	if er != nil {
-		return nil
-	}
-	return cmd
-}
-
-// exec runs one command through the general path and returns its reply
-// (nil when the reply was already written or the connection is closing).
-func (s *Server) exec(c *client, argv [][]byte) reply {
-	c.lastCmd = argv[0]
-	if c.multi != nil {
-		if r, handled := s.multiQueue(c, argv); handled {
-			return r
-		}
-	}
-	cmd, er := lookup(argv)
-	if er != nil {
-		return er
-	}
-	if !c.authed && cmd.Flags&FlagNoAuth == 0 {
-		if cmd.Name == "exec" {
-			// Redis rejects EXEC as a whole (execCommandAbort).
-			c.multi = nil
-			return errorf("EXECABORT Transaction discarded because of: %s", errNoAuth.Msg)
-		}
-		return errNoAuth
-	}
-	c.lastCmdName = cmd.Name
-	c.publish()
-	if er := s.checkPerm(c, cmd, argv); er != nil {
-		return er
-	}
-	if er := s.checkOOM(cmd); er != nil {
-		return er
-	}
-	switch cmd.Name {
-	case "multi":
-		return s.cmdMulti(c)
-	case "exec":
-		return s.cmdExec(c)
-	case "discard":
-		return s.cmdDiscard(c)
-	}
-	if cmd.Kind == KindLocal {
-		return cmd.local(s, c, argv)
-	}
-	shard, slot, er := s.route(cmd, argv)
-	if er != nil {
-		return er
-	}
-	if shard < 0 {
-		// No keys (XGROUP HELP, XINFO HELP): the answer does not depend on
-		// any state, so an empty engine gives it on any node.
-		return engine.New(engine.DefaultConfig()).Exec(nowMs(), argv)
-	}
-	if cmd.Flags&FlagBlocking != 0 {
-		if ms, ok := blockTimeout(argv); ok {
-			return s.blockingRead(c, cmd, shard, slot, argv, ms)
-		}
-	}
-	if cmd.Kind == KindWrite {
-		// The shard validates the command before proposing it (fsm.Submit),
-		// so garbage never enters the log.
-		return s.waitOne(s.be.Submit(shard, [][][]byte{argv}), slot)
-	}
-	return s.read(c, shard, slot, argv)
 }
 
 // read runs a read command against the shard's engine.
@@ -767,26 +381,20 @@ func (s *Server) waitOne(f futureLike, slot int) reply {
 	return s.waitReply(f, slot, 0, 1)
 }
 
-// route finds the shard of argv's keys. It returns shard -1 for commands
-// without keys, and CROSSSLOT when keys live in different shards.
-func (s *Server) route(cmd *Command, argv [][]byte) (shard, slot int, er *errReply) {
+// route finds the shard and slot of argv's keys: shard -1 for a command
+// without keys, crossSlot when the keys live on different shards.
+func (s *Server) route(cmd *command.Command, argv [][]byte) (shard, slot int, crossSlot bool) {
 	shard, slot = -1, -1
 	var buf [8]int // the usual command's key positions: no allocation
-	var keys []int
-	if cmd.StreamsKeyword {
-		keys = cmd.Keys(argv)
-	} else {
-		keys = cmd.appendKeys(buf[:0], argv)
-	}
-	for _, i := range keys {
+	for _, i := range cmd.AppendKeys(buf[:0], argv) {
 		sl := slotOf(argv[i])
 		sh := s.be.ShardOfSlot(sl)
 		if shard >= 0 && sh != shard {
-			return -1, -1, errCrossSlot
+			return -1, -1, true
 		}
 		shard, slot = sh, sl
 	}
-	return shard, slot, nil
+	return shard, slot, false
 }
 
 // intArg parses a decimal integer argument.
