@@ -7,8 +7,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-
-	"github.com/raftstream/raftstream/fsm"
 )
 
 // A tiny Prometheus text-format (0.0.4) writer: metric families of
@@ -154,22 +152,3 @@ var (
 
 func escapeHelp(s string) string  { return helpEscaper.Replace(s) }
 func escapeLabel(s string) string { return labelEscaper.Replace(s) }
-
-// LatencyBuckets are the histogram bounds, in seconds, used for command,
-// commit and snapshot latencies: 100µs to ~13s, doubling.
-var LatencyBuckets = func() []float64 {
-	b := make([]float64, 18)
-	v := 0.0001
-	for i := range b {
-		b[i] = v
-		v *= 2
-	}
-	return b
-}()
-
-// Hist is the lock-free histogram for values observed inside resp (command
-// latencies); it is fsm's, so every series of the node is built the same way.
-type Hist = fsm.Histogram
-
-// NewHist returns a histogram with the given upper bounds (ascending).
-func NewHist(bounds []float64) *Hist { return fsm.NewHistogram(bounds) }

@@ -4,6 +4,8 @@ import (
 	"sort"
 	"sync/atomic"
 	"time"
+
+	"github.com/raftstream/raftstream/fsm"
 )
 
 // cmdMetrics counts commands by table name (subcommands as "parent|sub")
@@ -18,7 +20,7 @@ type cmdMetric struct {
 	calls atomic.Uint64
 	// once holds the latency histogram, allocated on the first call (most
 	// commands are never used).
-	once atomic.Pointer[Hist]
+	once atomic.Pointer[fsm.Histogram]
 }
 
 func newCmdMetrics() *cmdMetrics {
@@ -50,7 +52,7 @@ func (m *cmdMetrics) observeN(name string, d time.Duration, n int) {
 	cm.calls.Add(uint64(n))
 	h := cm.once.Load()
 	if h == nil {
-		h = NewHist(LatencyBuckets)
+		h = fsm.NewHistogram(fsm.LatencyBuckets)
 		if !cm.once.CompareAndSwap(nil, h) {
 			h = cm.once.Load()
 		}
