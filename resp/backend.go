@@ -6,6 +6,7 @@ import (
 	"github.com/raftstream/raftstream/cluster"
 	"github.com/raftstream/raftstream/engine"
 	"github.com/raftstream/raftstream/fsm"
+	"github.com/raftstream/raftstream/fsm/nodelog"
 )
 
 // Backend is what the RESP server needs from the node it runs on
@@ -40,4 +41,24 @@ type Backend interface {
 	Topology() cluster.Topology
 	// ShardStatus describes one locally hosted shard replica for INFO.
 	ShardStatus(shard int) (cluster.ShardStatus, bool)
+}
+
+// AdminBackend is what the RAFTSTREAM command needs beyond Backend
+// (implemented by cluster.Node). A backend without it fails RAFTSTREAM
+// actions.
+type AdminBackend interface {
+	// ShardStats reports the local replica's counters; false if the shard
+	// is not hosted here. Must not block.
+	ShardStats(shard int) (fsm.Stats, bool)
+	// TransferLeader moves leadership of a shard this node leads to node
+	// to ("" = any up-to-date voter), waiting for it (bounded by ctx).
+	TransferLeader(ctx context.Context, shard int, to string) error
+	// SnapshotShard snapshots the local replica of shard now.
+	SnapshotShard(shard int) error
+}
+
+// NodeLogBackend is implemented by backends whose shards keep their Raft
+// logs in one node log (fsm/nodelog); INFO persistence reports its writes.
+type NodeLogBackend interface {
+	NodeLogStats() nodelog.Stats
 }

@@ -72,8 +72,8 @@ func (m *cmdMetrics) observeArgv(argv [][]byte, start time.Time) {
 	m.observe(name, start)
 }
 
-// collect adds the command series (only commands called at least once).
-func (m *cmdMetrics) collect(sc *Scrape) {
+// collect writes the command series (only commands called at least once).
+func (m *cmdMetrics) collect(w MetricWriter) {
 	if m == nil {
 		return
 	}
@@ -86,11 +86,12 @@ func (m *cmdMetrics) collect(sc *Scrape) {
 	sort.Strings(names)
 	for _, n := range names {
 		cm := m.byName[n]
-		l := Label{"cmd", n}
-		sc.Add("raftstream_commands_total", "Commands processed, by command name.", Counter, float64(cm.calls.Load()), l)
+		w.Counter("raftstream_commands_total", "Commands processed, by command name.", float64(cm.calls.Load()), "cmd", n)
 		if h := cm.once.Load(); h != nil {
-			sc.Histogram("raftstream_command_duration_seconds",
-				"Time from reading a command to writing its reply (pipelined writes: until the reply is ready).", histValue(h.Snapshot()), l)
+			hs := h.Snapshot()
+			w.Histogram("raftstream_command_duration_seconds",
+				"Time from reading a command to writing its reply (pipelined writes: until the reply is ready).",
+				hs.Bounds, hs.Counts, hs.Count, hs.Sum, "cmd", n)
 		}
 	}
 }

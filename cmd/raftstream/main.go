@@ -23,6 +23,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -210,9 +211,10 @@ func run(args []string) error {
 		_ = node.Close()
 		return err
 	}
-	// /healthz and /readyz answer from here on (--admin-addr).
-	admin, err := startAdmin(ctx, o.admin, node, log)
-	if err != nil {
+	// /healthz and /readyz answer from here on (--admin-addr); the RESP
+	// server joins /readyz and /metrics once it is stored in serving.
+	var serving atomic.Pointer[resp.Server]
+	if err := startAdmin(ctx, o.admin, node, &serving, log); err != nil {
 		_ = node.Close()
 		return err
 	}
@@ -244,9 +246,7 @@ func run(args []string) error {
 		_ = node.Close()
 		return err
 	}
-	if admin != nil {
-		admin.SetServer(srv)
-	}
+	serving.Store(srv)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("raftstream ready", "addr", ln.Addr().String(), "dir", o.dir, "node", node.ID(),
