@@ -12,7 +12,8 @@ import (
 // Backend is what the RESP server needs from the node it runs on
 // (implemented by cluster.Node). Methods are called from many connection
 // goroutines at once and must be safe for that; none may block for long
-// except Read (bounded by ctx).
+// except Read, TransferLeader and RemoveNode (bounded by ctx) and
+// SnapshotShard (one snapshot).
 //
 // Errors from Submit's future and from Read are mapped to client errors by
 // Server.mapError: *fsm.NotLeaderError (MOVED when the leader's node is in
@@ -41,24 +42,20 @@ type Backend interface {
 	Topology() cluster.Topology
 	// ShardStatus describes one locally hosted shard replica for INFO.
 	ShardStatus(shard int) (cluster.ShardStatus, bool)
-}
-
-// AdminBackend is what the RAFTSTREAM command needs beyond Backend
-// (implemented by cluster.Node). A backend without it fails RAFTSTREAM
-// actions.
-type AdminBackend interface {
-	// ShardStats reports the local replica's counters; false if the shard
-	// is not hosted here. Must not block.
+	// ShardStats reports the local replica's counters (RAFTSTREAM STATUS,
+	// INFO persistence); false if the shard is not hosted here.
 	ShardStats(shard int) (fsm.Stats, bool)
+	// NodeLogStats reports the writes of the node's shared Raft log
+	// (fsm/nodelog) for INFO persistence.
+	NodeLogStats() nodelog.Stats
 	// TransferLeader moves leadership of a shard this node leads to node
 	// to ("" = any up-to-date voter), waiting for it (bounded by ctx).
+	// *fsm.NotLeaderError if this node does not lead it.
 	TransferLeader(ctx context.Context, shard int, to string) error
-	// SnapshotShard snapshots the local replica of shard now.
+	// SnapshotShard snapshots the local replica of shard now;
+	// raft.ErrNothingNewToSnapshot when nothing was applied since the last.
 	SnapshotShard(shard int) error
-}
-
-// NodeLogBackend is implemented by backends whose shards keep their Raft
-// logs in one node log (fsm/nodelog); INFO persistence reports its writes.
-type NodeLogBackend interface {
-	NodeLogStats() nodelog.Stats
+	// RemoveNode drains the member id (moves its replicas away) and drops
+	// it from the cluster, waiting for it (bounded by ctx).
+	RemoveNode(ctx context.Context, id string) error
 }

@@ -32,13 +32,9 @@ import (
 	"github.com/raftstream/raftstream/resp"
 )
 
-// The node is the RESP server's backend; the interfaces are resp's, the
+// The node is the RESP server's backend; the interface is resp's, the
 // implementation cluster's, and only this command joins them.
-var (
-	_ resp.Backend      = (*cluster.Node)(nil)
-	_ resp.AdminBackend = (*cluster.Node)(nil)
-	_ resp.NodeRemover  = (*cluster.Node)(nil)
-)
+var _ resp.Backend = (*cluster.Node)(nil)
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "health" {
