@@ -670,11 +670,16 @@ func (n *Node) ShardStatus(shard int) (ShardStatus, bool) {
 	if ls == nil {
 		return ShardStatus{}, false
 	}
+	return shardStatus(ls), true
+}
+
+// shardStatus is the Raft state of the local replica ls.
+func shardStatus(ls *localShard) ShardStatus {
 	s := ls.s.Status()
 	return ShardStatus{
 		Role: s.Role, Term: s.Term, CommitIndex: s.CommitIndex,
 		AppliedIndex: s.AppliedIndex, LastIndex: s.LastIndex, Leader: s.LeaderID,
-	}, true
+	}
 }
 
 // WaitLeaders blocks until every shard has a known leader (local Raft state

@@ -10,8 +10,8 @@ import (
 	"github.com/raftstream/raftstream/fsm"
 )
 
-// Operator-facing views and actions on local shard replicas (resp's
-// AdminBackend: /metrics, RAFTSTREAM TRANSFER-LEADER and SNAPSHOT).
+// Operator-facing views and actions on local shard replicas (part of
+// resp.Backend: RAFTSTREAM STATUS, TRANSFER-LEADER and SNAPSHOT, INFO).
 
 // ErrNotHosted is returned for a shard with no replica on this node.
 var ErrNotHosted = errors.New("shard not hosted on this node")

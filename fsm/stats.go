@@ -1,8 +1,6 @@
 package fsm
 
 import (
-	"math"
-	"sort"
 	"sync/atomic"
 	"time"
 
@@ -41,73 +39,8 @@ type Stats struct {
 	NodeLogSegmentsHeld int
 }
 
-// HistSnapshot is a histogram's state: Counts[i] observations fell in
-// (Bounds[i-1], Bounds[i]] (not cumulative); Count and Sum include values
-// above the last bound.
-type HistSnapshot struct {
-	Bounds []float64
-	Counts []uint64
-	Count  uint64
-	Sum    float64
-}
-
-// Histogram is a lock-free fixed-bound histogram (also used by resp for
-// command latencies).
-type Histogram struct {
-	bounds []float64
-	counts []atomic.Uint64
-	count  atomic.Uint64
-	sum    atomic.Uint64 // float64 bits
-}
-
-// NewHistogram returns a histogram with the given ascending upper bounds.
-func NewHistogram(bounds []float64) *Histogram {
-	return &Histogram{bounds: bounds, counts: make([]atomic.Uint64, len(bounds))}
-}
-
-// Observe records v.
-func (h *Histogram) Observe(v float64) { h.ObserveN(v, 1) }
-
-// ObserveN records v n times.
-func (h *Histogram) ObserveN(v float64, n uint64) {
-	if i := sort.SearchFloat64s(h.bounds, v); i < len(h.counts) {
-		h.counts[i].Add(n)
-	}
-	h.count.Add(n)
-	sum := v * float64(n)
-	for {
-		old := h.sum.Load()
-		if h.sum.CompareAndSwap(old, math.Float64bits(math.Float64frombits(old)+sum)) {
-			return
-		}
-	}
-}
-
-// Snapshot reads the counts (not atomic across buckets; fine for scrapes).
-func (h *Histogram) Snapshot() HistSnapshot {
-	out := HistSnapshot{Bounds: h.bounds, Counts: make([]uint64, len(h.counts))}
-	for i := range h.counts {
-		out.Counts[i] = h.counts[i].Load()
-	}
-	out.Count = h.count.Load()
-	out.Sum = math.Float64frombits(h.sum.Load())
-	return out
-}
-
-// latencyBounds are 100µs..~13s doubling; batchBounds 1..16384 doubling.
-var (
-	latencyBounds = doubling(0.0001, 18)
-	batchBounds   = doubling(1, 15)
-)
-
-func doubling(first float64, n int) []float64 {
-	b := make([]float64, n)
-	for i := range b {
-		b[i] = first
-		first *= 2
-	}
-	return b
-}
+// batchBounds are the bounds of BatchCommands: 1..16384 commands, doubling.
+var batchBounds = doubling(1, 15)
 
 // shardStats is the mutable side of Stats, embedded in Shard.
 type shardStats struct {
@@ -125,8 +58,8 @@ type shardStats struct {
 // goroutine has to drain it.
 func (s *Shard) initStats() {
 	s.stats.batch = NewHistogram(batchBounds)
-	s.stats.commit = NewHistogram(latencyBounds)
-	s.stats.snapshot = NewHistogram(latencyBounds)
+	s.stats.commit = NewHistogram(LatencyBuckets)
+	s.stats.snapshot = NewHistogram(LatencyBuckets)
 	s.raft.RegisterObserver(raft.NewObserver(make(chan raft.Observation), false, func(o *raft.Observation) bool {
 		if lo, ok := o.Data.(raft.LeaderObservation); ok {
 			s.stats.leaderChanges.Add(1)

@@ -237,82 +237,17 @@ func cmdACLDryRun(s *Server, c *client, argv [][]byte) reply {
 	return engine.OK
 }
 
-// ACLApplier replicates ACL changes: when set (Config.ACLApply), SETUSER and
-// DELUSER are handed to it instead of being applied locally, and every node
-// applies them through ApplyACL once committed.
-type ACLApplier func(argv [][]byte) error
-
-// aclSetUser changes a user, through Config.ACLApply when set. Modifiers are
-// validated locally first so that a bad one is refused without a round trip.
+// aclSetUser changes a user (through the replicated ACL when it is on).
 func (s *Server) aclSetUser(name string, ops []string) *errReply {
 	if s.aclReplicated() {
 		return s.replicatedSetUser(name, ops)
 	}
-	if s.cfg.ACLApply == nil {
-		return s.acl.setUser(name, ops)
-	}
-	probe := newACLStore("")
-	if u := s.acl.get(name); u != nil {
-		probe.users[name] = u
-	}
-	if er := probe.setUser(name, ops); er != nil {
-		return er
-	}
-	argv := [][]byte{[]byte("SETUSER"), []byte(name)}
-	for _, o := range ops {
-		argv = append(argv, []byte(o))
-	}
-	if err := s.cfg.ACLApply(argv); err != nil {
-		return errorf("ERR %v", err)
-	}
-	return nil
+	return s.acl.setUser(name, ops)
 }
 
 func (s *Server) aclDelUsers(names []string) (int, *errReply) {
 	if s.aclReplicated() {
 		return s.replicatedDelUsers(names)
 	}
-	if s.cfg.ACLApply == nil {
-		return s.acl.delUsers(names)
-	}
-	n := 0
-	for _, name := range names {
-		if name == "default" {
-			return 0, errorf("ERR The 'default' user cannot be removed")
-		}
-		if s.acl.get(name) != nil {
-			n++
-		}
-	}
-	argv := [][]byte{[]byte("DELUSER")}
-	for _, nm := range names {
-		argv = append(argv, []byte(nm))
-	}
-	if err := s.cfg.ACLApply(argv); err != nil {
-		return 0, errorf("ERR %v", err)
-	}
-	return n, nil
-}
-
-// ApplyACL applies a replicated ACL change (argv as handed to
-// Config.ACLApply: "SETUSER name op..." or "DELUSER name..."). Every node
-// calls it for each committed change, in log order.
-func (s *Server) ApplyACL(argv [][]byte) {
-	if len(argv) < 2 {
-		return
-	}
-	switch strings.ToUpper(string(argv[0])) {
-	case "SETUSER":
-		ops := make([]string, 0, len(argv)-2)
-		for _, a := range argv[2:] {
-			ops = append(ops, string(a))
-		}
-		_ = s.acl.setUser(string(argv[1]), ops)
-	case "DELUSER":
-		names := make([]string, 0, len(argv)-1)
-		for _, a := range argv[1:] {
-			names = append(names, string(a))
-		}
-		_, _ = s.acl.delUsers(names)
-	}
+	return s.acl.delUsers(names)
 }

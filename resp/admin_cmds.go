@@ -27,7 +27,6 @@ import (
 const adminTimeout = 10 * time.Second
 
 func cmdRaftstreamStatus(s *Server, c *client, argv [][]byte) reply {
-	ab, _ := s.be.(AdminBackend)
 	out := engine.Array{}
 	for i := 0; i < s.be.NumShards(); i++ {
 		st, ok := s.be.ShardStatus(i)
@@ -35,10 +34,8 @@ func cmdRaftstreamStatus(s *Server, c *client, argv [][]byte) reply {
 			continue
 		}
 		var changes int64
-		if ab != nil {
-			if fs, ok := ab.ShardStats(i); ok {
-				changes = int64(fs.LeaderChanges)
-			}
+		if fs, ok := s.be.ShardStats(i); ok {
+			changes = int64(fs.LeaderChanges)
 		}
 		out = append(out, engine.Array{
 			engine.Integer(i), engine.Bulk(st.Role), engine.Integer(st.Term),
@@ -59,10 +56,6 @@ func (s *Server) shardArg(b []byte) (int, *errReply) {
 }
 
 func cmdRaftstreamTransferLeader(s *Server, c *client, argv [][]byte) reply {
-	ab, ok := s.be.(AdminBackend)
-	if !ok {
-		return errorf("ERR this node does not support leadership transfer")
-	}
 	shard, er := s.shardArg(argv[2])
 	if er != nil {
 		return er
@@ -73,7 +66,7 @@ func cmdRaftstreamTransferLeader(s *Server, c *client, argv [][]byte) reply {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
 	defer cancel()
-	if err := ab.TransferLeader(ctx, shard, to); err != nil {
+	if err := s.be.TransferLeader(ctx, shard, to); err != nil {
 		var nl *fsm.NotLeaderError
 		if errors.As(err, &nl) {
 			// Leadership moved since the caller looked it up (an election
@@ -86,10 +79,6 @@ func cmdRaftstreamTransferLeader(s *Server, c *client, argv [][]byte) reply {
 }
 
 func cmdRaftstreamSnapshot(s *Server, c *client, argv [][]byte) reply {
-	ab, ok := s.be.(AdminBackend)
-	if !ok {
-		return errorf("ERR this node does not support snapshots")
-	}
 	var shards []int
 	if len(argv) > 2 {
 		shard, er := s.shardArg(argv[2])
@@ -109,7 +98,7 @@ func cmdRaftstreamSnapshot(s *Server, c *client, argv [][]byte) reply {
 	}
 	taken := 0
 	for _, i := range shards {
-		err := ab.SnapshotShard(i)
+		err := s.be.SnapshotShard(i)
 		switch {
 		case err == nil:
 			taken++
@@ -125,24 +114,14 @@ func oneLine(err error) string {
 	return strings.NewReplacer("\r", " ", "\n", " ").Replace(fmt.Sprint(err))
 }
 
-// NodeRemover is implemented by backends that can drain and drop a member
-// (cluster.Node.RemoveNode). RAFTSTREAM REMOVE-NODE fails without it.
-type NodeRemover interface {
-	RemoveNode(ctx context.Context, id string) error
-}
-
 // removeNodeTimeout bounds RAFTSTREAM REMOVE-NODE: draining moves every
 // replica the node holds, which takes catch-up time per shard.
 const removeNodeTimeout = 5 * time.Minute
 
 func cmdRaftstreamRemoveNode(s *Server, c *client, argv [][]byte) reply {
-	nr, ok := s.be.(NodeRemover)
-	if !ok {
-		return errorf("ERR this node does not support removing members")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), removeNodeTimeout)
 	defer cancel()
-	if err := nr.RemoveNode(ctx, string(argv[2])); err != nil {
+	if err := s.be.RemoveNode(ctx, string(argv[2])); err != nil {
 		return errorf("ERR remove-node %s: %s", argv[2], oneLine(err))
 	}
 	return engine.SimpleString("OK")

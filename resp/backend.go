@@ -6,12 +6,14 @@ import (
 	"github.com/raftstream/raftstream/cluster"
 	"github.com/raftstream/raftstream/engine"
 	"github.com/raftstream/raftstream/fsm"
+	"github.com/raftstream/raftstream/fsm/nodelog"
 )
 
 // Backend is what the RESP server needs from the node it runs on
 // (implemented by cluster.Node). Methods are called from many connection
 // goroutines at once and must be safe for that; none may block for long
-// except Read (bounded by ctx).
+// except Read, TransferLeader and RemoveNode (bounded by ctx) and
+// SnapshotShard (one snapshot).
 //
 // Errors from Submit's future and from Read are mapped to client errors by
 // Server.mapError: *fsm.NotLeaderError (MOVED when the leader's node is in
@@ -40,4 +42,20 @@ type Backend interface {
 	Topology() cluster.Topology
 	// ShardStatus describes one locally hosted shard replica for INFO.
 	ShardStatus(shard int) (cluster.ShardStatus, bool)
+	// ShardStats reports the local replica's counters (RAFTSTREAM STATUS,
+	// INFO persistence); false if the shard is not hosted here.
+	ShardStats(shard int) (fsm.Stats, bool)
+	// NodeLogStats reports the writes of the node's shared Raft log
+	// (fsm/nodelog) for INFO persistence.
+	NodeLogStats() nodelog.Stats
+	// TransferLeader moves leadership of a shard this node leads to node
+	// to ("" = any up-to-date voter), waiting for it (bounded by ctx).
+	// *fsm.NotLeaderError if this node does not lead it.
+	TransferLeader(ctx context.Context, shard int, to string) error
+	// SnapshotShard snapshots the local replica of shard now;
+	// raft.ErrNothingNewToSnapshot when nothing was applied since the last.
+	SnapshotShard(shard int) error
+	// RemoveNode drains the member id (moves its replicas away) and drops
+	// it from the cluster, waiting for it (bounded by ctx).
+	RemoveNode(ctx context.Context, id string) error
 }

@@ -99,26 +99,22 @@ func (s *Server) infoSection(c *client, b *strings.Builder, sec string) {
 		// Like Redis's aof_last_write_status: err once a local replica's
 		// Raft log store failed a write (that replica stopped).
 		status, faulted := "ok", ""
-		if ab, ok := s.be.(AdminBackend); ok {
-			for i := 0; i < s.be.NumShards(); i++ {
-				if fs, ok := ab.ShardStats(i); ok && fs.StorageFault != "" {
-					status = "err"
-					faulted += "," + strconv.Itoa(i)
-				}
+		for i := 0; i < s.be.NumShards(); i++ {
+			if fs, ok := s.be.ShardStats(i); ok && fs.StorageFault != "" {
+				status = "err"
+				faulted += "," + strconv.Itoa(i)
 			}
 		}
 		w("raft_log_last_write_status", status)
 		if faulted != "" {
 			w("raft_log_failed_shards", faulted[1:])
 		}
-		if nb, ok := s.be.(NodeLogBackend); ok {
-			ns := nb.NodeLogStats()
-			w("raft_log_writes", ns.Batches)
-			w("raft_log_requests", ns.Ops)
-			w("raft_log_written_bytes", ns.Bytes)
-			w("raft_log_write_usec", ns.WriteTime.Microseconds())
-			w("raft_log_segments", ns.Segments)
-		}
+		ns := s.be.NodeLogStats()
+		w("raft_log_writes", ns.Batches)
+		w("raft_log_requests", ns.Ops)
+		w("raft_log_written_bytes", ns.Bytes)
+		w("raft_log_write_usec", ns.WriteTime.Microseconds())
+		w("raft_log_segments", ns.Segments)
 	case "stats":
 		b.WriteString("# Stats\r\n")
 		w("total_connections_received", s.stats.connections.Load())

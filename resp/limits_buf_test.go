@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"net"
-	"net/http/httptest"
 	"regexp"
 	"runtime"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/raftstream/raftstream/resp/admin"
 	"github.com/raftstream/raftstream/resp/resptest"
 )
 
@@ -208,9 +208,11 @@ func TestOutputBufferHardLimitDropsStalledPipeline(t *testing.T) {
 	if n := infoStat(t, other, "client_output_buffer_limit_disconnections"); n != 1 {
 		t.Errorf("disconnections = %d, want 1", n)
 	}
-	rec := httptest.NewRecorder()
-	NewAdmin(be, s, AdminConfig{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	if body := rec.Body.String(); !strings.Contains(body, `raftstream_client_buffer_limit_disconnections_total{buffer="output"} 1`+"\n") {
+	sc := admin.NewScrape()
+	s.CollectMetrics(sc)
+	var metrics strings.Builder
+	sc.WriteTo(&metrics)
+	if body := metrics.String(); !strings.Contains(body, `raftstream_client_buffer_limit_disconnections_total{buffer="output"} 1`+"\n") {
 		t.Errorf("/metrics has no output-buffer disconnection:\n%s", body)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/raftstream/raftstream/fsm"
 	"github.com/raftstream/raftstream/resp/command"
 )
 
@@ -20,7 +21,7 @@ type cmdMetric struct {
 	calls atomic.Uint64
 	// once holds the latency histogram, allocated on the first call (most
 	// commands are never used).
-	once atomic.Pointer[Hist]
+	once atomic.Pointer[fsm.Histogram]
 }
 
 func newCmdMetrics() *cmdMetrics {
@@ -49,7 +50,7 @@ func (m *cmdMetrics) observeN(name string, d time.Duration, n int) {
 	cm.calls.Add(uint64(n))
 	h := cm.once.Load()
 	if h == nil {
-		h = NewHist(LatencyBuckets)
+		h = fsm.NewHistogram(fsm.LatencyBuckets)
 		if !cm.once.CompareAndSwap(nil, h) {
 			h = cm.once.Load()
 		}
@@ -57,8 +58,8 @@ func (m *cmdMetrics) observeN(name string, d time.Duration, n int) {
 	h.ObserveN(d.Seconds(), uint64(n))
 }
 
-// collect adds the command series (only commands called at least once).
-func (m *cmdMetrics) collect(sc *Scrape) {
+// collect writes the command series (only commands called at least once).
+func (m *cmdMetrics) collect(w MetricWriter) {
 	if m == nil {
 		return
 	}
@@ -71,11 +72,12 @@ func (m *cmdMetrics) collect(sc *Scrape) {
 	sort.Strings(names)
 	for _, n := range names {
 		cm := m.byName[n]
-		l := Label{"cmd", n}
-		sc.Add("raftstream_commands_total", "Commands processed, by command name.", Counter, float64(cm.calls.Load()), l)
+		w.Counter("raftstream_commands_total", "Commands processed, by command name.", float64(cm.calls.Load()), "cmd", n)
 		if h := cm.once.Load(); h != nil {
-			sc.Histogram("raftstream_command_duration_seconds",
-				"Time from reading a command to writing its reply (pipelined writes: until the reply is ready).", histValue(h.Snapshot()), l)
+			hs := h.Snapshot()
+			w.Histogram("raftstream_command_duration_seconds",
+				"Time from reading a command to writing its reply (pipelined writes: until the reply is ready).",
+				hs.Bounds, hs.Counts, hs.Count, hs.Sum, "cmd", n)
 		}
 	}
 }

@@ -60,9 +60,6 @@ type Config struct {
 	Port int
 	// Bind and Dir are reported by CONFIG GET.
 	Bind, Dir string
-	// ACLApply, when set, replicates ACL SETUSER/DELUSER (see acl_cmd.go);
-	// nil applies them to this server only.
-	ACLApply ACLApplier
 }
 
 // DefaultConfig returns Redis's defaults.

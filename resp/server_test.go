@@ -14,6 +14,7 @@ import (
 	"github.com/raftstream/raftstream/cluster"
 	"github.com/raftstream/raftstream/engine"
 	"github.com/raftstream/raftstream/fsm"
+	"github.com/raftstream/raftstream/fsm/nodelog"
 	"github.com/raftstream/raftstream/resp/command"
 	"github.com/raftstream/raftstream/resp/resptest"
 	"github.com/raftstream/raftstream/slots"
@@ -93,6 +94,17 @@ func (b *fakeBackend) Topology() cluster.Topology {
 func (b *fakeBackend) ShardStatus(shard int) (cluster.ShardStatus, bool) {
 	return cluster.ShardStatus{Role: "leader", Term: 1, Leader: b.top.MyID}, shard < len(b.engines)
 }
+func (b *fakeBackend) ShardStats(shard int) (fsm.Stats, bool) {
+	return fsm.Stats{}, shard < len(b.engines)
+}
+func (b *fakeBackend) NodeLogStats() nodelog.Stats { return nodelog.Stats{} }
+
+// The fake has no Raft: leadership, snapshots and membership changes fail.
+var errFakeNoRaft = errors.New("the test backend has no Raft")
+
+func (b *fakeBackend) TransferLeader(context.Context, int, string) error { return errFakeNoRaft }
+func (b *fakeBackend) SnapshotShard(int) error                           { return errFakeNoRaft }
+func (b *fakeBackend) RemoveNode(context.Context, string) error          { return errFakeNoRaft }
 
 func (b *fakeBackend) fail(shard int, err error) {
 	b.mu.Lock()

@@ -9,15 +9,18 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/raftstream/raftstream/cluster"
 	"github.com/raftstream/raftstream/resp"
+	"github.com/raftstream/raftstream/resp/admin"
 )
 
-// Operator subcommands and the admin HTTP server's flags. The logic lives in
-// resp (admin.go, admin_client.go, admin_cmds.go); this file only parses
-// arguments and prints.
+// Operator subcommands and the admin HTTP server's flags and wiring. The
+// logic lives in resp (admin_client.go, admin_cmds.go), resp/admin (the HTTP
+// server) and the node and server that write their own series; this file
+// only parses arguments, joins the pieces and prints.
 //
 //	raftstream status          --addr host:port        table of nodes and shard replicas
 //	raftstream transfer-leader --addr host:port --shard N [--to node-id]
@@ -33,6 +36,13 @@ var adminCommands = map[string]func(args []string, stdout, stderr io.Writer) int
 	"snapshot":        snapshotCmd,
 	"remove-node":     removeNodeCmd,
 }
+
+// The admin server's Scrape is where the node and the RESP server write
+// their series; each declares the writer it needs.
+var (
+	_ cluster.MetricWriter = (*admin.Scrape)(nil)
+	_ resp.MetricWriter    = (*admin.Scrape)(nil)
+)
 
 // adminOptions are the server's admin HTTP flags.
 type adminOptions struct {
@@ -50,19 +60,42 @@ func registerAdminFlags(fs *flag.FlagSet, o *adminOptions) {
 }
 
 // startAdmin starts the admin HTTP server when --admin-addr is set; it
-// stops when ctx ends. The returned Admin (nil when off) gets the RESP
-// server later through SetServer.
-func startAdmin(ctx context.Context, o adminOptions, node *cluster.Node, log *slog.Logger) (*resp.Admin, error) {
+// stops when ctx ends. The node answers readiness and writes its series
+// from the start; the RESP server joins once run stores it in srv (until
+// then /readyz answers 503 and /metrics has no client series).
+func startAdmin(ctx context.Context, o adminOptions, node *cluster.Node, srv *atomic.Pointer[resp.Server], log *slog.Logger) error {
 	if o.addr == "" {
-		return nil, nil
+		return nil
 	}
-	a := resp.NewAdmin(node, nil, resp.AdminConfig{Pprof: o.pprof, MetricsStreams: o.metricsStreams, ReadyMaxLag: o.readyMaxLag})
-	addr, err := a.ListenAndServe(ctx, o.addr)
+	src := admin.Sources{
+		Ready: readyOnceServing(srv, func() (bool, string) { return node.Ready(o.readyMaxLag) }),
+		Collect: []func(*admin.Scrape){
+			func(sc *admin.Scrape) { node.CollectMetrics(sc) },
+			func(sc *admin.Scrape) {
+				if s := srv.Load(); s != nil {
+					s.CollectMetrics(sc)
+				}
+			},
+			func(sc *admin.Scrape) { resp.CollectStreams(node, o.metricsStreams, sc) },
+		},
+	}
+	addr, err := admin.New(admin.Config{Pprof: o.pprof}, src).ListenAndServe(ctx, o.addr)
 	if err != nil {
-		return nil, fmt.Errorf("--admin-addr: %w", err)
+		return fmt.Errorf("--admin-addr: %w", err)
 	}
 	log.Info("admin HTTP server listening", "addr", addr.String(), "pprof", o.pprof)
-	return a, nil
+	return nil
+}
+
+// readyOnceServing is /readyz's question: not ready before the RESP server
+// is attached (run waits for shard leaders first), then the node's answer.
+func readyOnceServing(srv *atomic.Pointer[resp.Server], node func() (bool, string)) func() (bool, string) {
+	return func() (bool, string) {
+		if srv.Load() == nil {
+			return false, "not serving clients yet (waiting for shard leaders at startup)"
+		}
+		return node()
+	}
 }
 
 // clientFlags are the flags every admin subcommand shares.

@@ -13,9 +13,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/raftstream/raftstream/resp"
 	"github.com/raftstream/raftstream/resp/resptest"
 )
 
@@ -96,6 +98,21 @@ func runCLI(t *testing.T, args ...string) (string, error) {
 		err = fmt.Errorf("%v: %s", err, errb.String())
 	}
 	return out.String(), err
+}
+
+// TestAdminReadyWaitsForServer checks /readyz's question: not ready,
+// whatever the node says, until the RESP server is attached; then the
+// node's answer.
+func TestAdminReadyWaitsForServer(t *testing.T) {
+	var srv atomic.Pointer[resp.Server]
+	ready := readyOnceServing(&srv, func() (bool, string) { return true, "1 local shard replicas have a leader and are caught up" })
+	if ok, why := ready(); ok || why != "not serving clients yet (waiting for shard leaders at startup)" {
+		t.Errorf("before the server: %v %q", ok, why)
+	}
+	srv.Store(new(resp.Server))
+	if ok, why := ready(); !ok || why != "1 local shard replicas have a leader and are caught up" {
+		t.Errorf("with the server: %v %q", ok, why)
+	}
 }
 
 // TestAdminMetricsAfterWorkload runs a real node with --admin-addr, drives a

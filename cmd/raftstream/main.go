@@ -23,6 +23,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -31,13 +32,9 @@ import (
 	"github.com/raftstream/raftstream/resp"
 )
 
-// The node is the RESP server's backend; the interfaces are resp's, the
+// The node is the RESP server's backend; the interface is resp's, the
 // implementation cluster's, and only this command joins them.
-var (
-	_ resp.Backend      = (*cluster.Node)(nil)
-	_ resp.AdminBackend = (*cluster.Node)(nil)
-	_ resp.NodeRemover  = (*cluster.Node)(nil)
-)
+var _ resp.Backend = (*cluster.Node)(nil)
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "health" {
@@ -210,9 +207,10 @@ func run(args []string) error {
 		_ = node.Close()
 		return err
 	}
-	// /healthz and /readyz answer from here on (--admin-addr).
-	admin, err := startAdmin(ctx, o.admin, node, log)
-	if err != nil {
+	// /healthz and /readyz answer from here on (--admin-addr); the RESP
+	// server joins /readyz and /metrics once it is stored in serving.
+	var serving atomic.Pointer[resp.Server]
+	if err := startAdmin(ctx, o.admin, node, &serving, log); err != nil {
 		_ = node.Close()
 		return err
 	}
@@ -244,9 +242,7 @@ func run(args []string) error {
 		_ = node.Close()
 		return err
 	}
-	if admin != nil {
-		admin.SetServer(srv)
-	}
+	serving.Store(srv)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("raftstream ready", "addr", ln.Addr().String(), "dir", o.dir, "node", node.ID(),

@@ -9,11 +9,13 @@ import (
 	"github.com/raftstream/raftstream/engine"
 )
 
-// Per-stream series (AdminConfig.MetricsStreams > 0): the longest streams
-// of each local shard, their length, and each group's lag and PEL size.
-// Keys are walked with SCAN in chunks, each under its own short StaleRead,
-// so a large keyspace never holds the FSM read lock (and apply) for long;
-// at most maxScanChunks chunks are read per shard and scrape.
+// Per-stream series (--metrics-streams N > 0): the longest streams of each
+// local shard, their length, and each group's lag and PEL size. They are
+// resp's to write because they are read with commands (SCAN, XLEN, XINFO
+// GROUPS) that only the RESP side may run against an engine. Keys are
+// walked with SCAN in chunks, each under its own short stale Read, so a
+// large keyspace never holds the FSM read lock (and apply) for long; at
+// most maxScanChunks chunks are read per shard and scrape.
 
 const (
 	scanChunk     = 1000
@@ -25,43 +27,46 @@ type streamLen struct {
 	n   int64
 }
 
-func (a *Admin) collectStreams(sc *Scrape) {
-	for i := 0; i < a.be.NumShards(); i++ {
-		if _, ok := a.be.ShardStatus(i); !ok {
+// CollectStreams writes the per-stream series of the n longest streams of
+// each shard replica be hosts (replicas included); n <= 0 writes none.
+func CollectStreams(be Backend, n int, w MetricWriter) {
+	if n <= 0 {
+		return
+	}
+	for i := 0; i < be.NumShards(); i++ {
+		if _, ok := be.ShardStatus(i); !ok {
 			continue
 		}
-		top := a.longestStreams(i)
-		sh := Label{"shard", strconv.Itoa(i)}
+		top := longestStreams(be, i, n)
+		sh := strconv.Itoa(i)
 		groups := map[string]engine.Reply{}
-		_ = a.be.Read(context.Background(), i, true, func(e *engine.Engine) {
+		_ = be.Read(context.Background(), i, true, func(e *engine.Engine) {
 			now := time.Now().UnixMilli()
 			for _, s := range top {
 				groups[s.key] = e.Exec(now, [][]byte{[]byte("XINFO"), []byte("GROUPS"), []byte(s.key)})
 			}
 		})
 		for _, s := range top {
-			st := Label{"stream", s.key}
-			sc.Add("raftstream_stream_length", "Entries in the stream (the longest streams per shard, --metrics-streams).", Gauge, float64(s.n), sh, st)
+			w.Gauge("raftstream_stream_length", "Entries in the stream (the longest streams per shard, --metrics-streams).", float64(s.n), "shard", sh, "stream", s.key)
 			gs, _ := groups[s.key].(engine.Array)
 			for _, g := range gs {
 				name, lag, pending, hasLag := groupFields(g)
-				gl := Label{"group", name}
-				sc.Add("raftstream_stream_group_pending", "Entries in the consumer group's PEL (delivered, not acknowledged).", Gauge, float64(pending), sh, st, gl)
+				w.Gauge("raftstream_stream_group_pending", "Entries in the consumer group's PEL (delivered, not acknowledged).", float64(pending), "shard", sh, "stream", s.key, "group", name)
 				if hasLag {
-					sc.Add("raftstream_stream_group_lag", "Entries not yet delivered to the consumer group (XINFO GROUPS lag).", Gauge, float64(lag), sh, st, gl)
+					w.Gauge("raftstream_stream_group_lag", "Entries not yet delivered to the consumer group (XINFO GROUPS lag).", float64(lag), "shard", sh, "stream", s.key, "group", name)
 				}
 			}
 		}
 	}
 }
 
-// longestStreams returns up to MetricsStreams streams of shard by length,
-// longest first (ties by name).
-func (a *Admin) longestStreams(shard int) []streamLen {
+// longestStreams returns up to n streams of shard by length, longest first
+// (ties by name).
+func longestStreams(be Backend, shard, n int) []streamLen {
 	var all []streamLen
 	cursor := "0"
 	for chunk := 0; chunk < maxScanChunks; chunk++ {
-		err := a.be.Read(context.Background(), shard, true, func(e *engine.Engine) {
+		err := be.Read(context.Background(), shard, true, func(e *engine.Engine) {
 			now := time.Now().UnixMilli()
 			r, _ := e.Exec(now, [][]byte{[]byte("SCAN"), []byte(cursor), []byte("COUNT"),
 				[]byte(strconv.Itoa(scanChunk)), []byte("TYPE"), []byte("stream")}).(engine.Array)
@@ -89,8 +94,8 @@ func (a *Admin) longestStreams(shard int) []streamLen {
 		}
 		return all[i].key < all[j].key
 	})
-	if len(all) > a.cfg.MetricsStreams {
-		all = all[:a.cfg.MetricsStreams]
+	if len(all) > n {
+		all = all[:n]
 	}
 	return all
 }
