@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/raftstream/raftstream/engine"
+	"github.com/raftstream/raftstream/fsm"
 	"github.com/raftstream/raftstream/resp/command"
 )
 
@@ -284,6 +285,10 @@ func (s *Server) blockingRead(c *client, cmd *command.Command, shard, slot int, 
 					c.markClosed()
 					return nil
 				}
+				if r := s.notLeading(c, shard, slot); r != nil {
+					s.setBlocked(c, false)
+					return r
+				}
 			}
 		}
 		s.setBlocked(c, false)
@@ -291,6 +296,28 @@ func (s *Server) blockingRead(c *client, cmd *command.Command, shard, slot int, 
 			return nil
 		}
 	}
+}
+
+// notLeading is the redirect for a client blocked on shard when this node
+// no longer leads it (a transfer, an election it lost, a partition it is on
+// the wrong side of): MOVED to the leader, or TRYAGAIN while none is known,
+// so that a cluster client re-issues its read where writes now land instead
+// of waiting here for entries that will never be applied under it. nil
+// while the node leads the shard, and for READONLY connections, which may
+// wait on any replica.
+func (s *Server) notLeading(c *client, shard, slot int) reply {
+	if c.readonly {
+		return nil
+	}
+	st, hosted := s.be.ShardStatus(shard)
+	if hosted && st.Role == "leader" {
+		return nil
+	}
+	leader := st.Leader
+	if top := s.be.Topology(); !hosted && shard < len(top.Shards) {
+		leader = top.Shards[shard].Leader
+	}
+	return s.mapError(&fsm.NotLeaderError{LeaderID: leader}, slot)
 }
 
 // setBlocked marks c as waiting (or not) for INFO's blocked_clients.
