@@ -29,7 +29,8 @@
 //     succeeded.
 //
 // Assumptions about the workload: values written are unique per stream
-// (xadd-idmp may retry a value under the same IID); a stream has one field
+// (xadd-idmp may retry a value under the same IID; with Options.Resends a
+// client may append a value again under a new ID); a stream has one field
 // whose value is the Value; consumer groups are created at ID 0 before the
 // first write, so every entry is eventually deliverable to every group.
 package checker
