@@ -24,7 +24,8 @@
 //     particular not an acknowledged one); acknowledged entries are not
 //     pending; delivered, unacknowledged entries stay pending (XPENDING
 //     probes); the group's last-delivered position never moves backwards; after
-//     the final heal every acknowledged write was delivered to the group.
+//     the final heal every acknowledged write was delivered to the group
+//     (every group in Options.Groups, even one the history never shows).
 //   - liveness: after the final heal at least one operation of each kind
 //     succeeded.
 //

@@ -51,6 +51,12 @@ type Options struct {
 	// linearizability model appends each value once, so linearizable says
 	// Unknown.
 	Resends bool
+	// Groups names consumer groups that exist on every stream (created
+	// before its first write). Each is judged on every stream with
+	// acknowledged writes, even one where the history holds none of its
+	// operations: nothing then shows the group drained, so its eventual
+	// delivery is Unknown instead of unchecked.
+	Groups []string
 	// LinearTimeout bounds porcupine's search per stream (for the streams
 	// the chain check leaves undecided, and for the visualization of a
 	// non-linearizable one); on expiry the verdict is Unknown, or Illegal
