@@ -48,12 +48,12 @@ func TestReaderClaimsStaleEntries(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	if claimed != 4 || len(r.log) != 3 {
-		t.Fatalf("claimed %d, recorded %d: %+v (errors %v)", claimed, len(r.log), r.log, r.errs.Summary())
+	if claimed != 4 || len(r.log) != 1 || !r.log[0].Claimed || len(r.log[0].Entries) != 3 {
+		t.Fatalf("claimed %d, recorded %+v (errors %v)", claimed, r.log, r.errs.Summary())
 	}
-	for i, cs := range r.log {
-		if !cs.Claimed || cs.ID.String() != want[i] || cs.Key != newOrderKey(0, uint64(i+1)) {
-			t.Errorf("delivery %d: %+v, want claimed %s", i, cs, want[i])
+	for i, d := range r.log[0].Entries {
+		if d.ID.String() != want[i] || d.Key != newOrderKey(0, uint64(i+1)) {
+			t.Errorf("delivery %d: %+v, want %s", i, d, want[i])
 		}
 	}
 	if p := c.XPending(ctx, key, "billing").Val(); p.Count != 0 {
