@@ -58,7 +58,7 @@ func (r *reader) loop(ctx context.Context, draining *atomic.Bool) {
 		empty := true
 		switch {
 		case errors.Is(err, redis.Nil):
-			r.noteEmpty(t0, d)
+			r.noteEmpty(drain, t0, d)
 		case err != nil:
 			if ctx.Err() != nil {
 				return
@@ -70,7 +70,7 @@ func (r *reader) loop(ctx context.Context, draining *atomic.Bool) {
 		default:
 			r.stats.record(opXReadGroup, 1, d)
 			if empty = r.handle(ctx, res, false, t0, d) == 0; empty {
-				r.noteEmpty(t0, d)
+				r.noteEmpty(drain, t0, d)
 			}
 		}
 		if (drain && empty) || !time.Now().Before(nextClaim) {
@@ -235,10 +235,12 @@ func (r *reader) note(part int32, claimed bool, t0 time.Time, d time.Duration, e
 		Return: call + int64(d), Entries: es})
 }
 
-// noteEmpty records, for -verify, an XREADGROUP ">" that returned nothing
-// on any of the reader's partitions: a drained group shows as one.
-func (r *reader) noteEmpty(t0 time.Time, d time.Duration) {
-	if !r.cfg.Verify {
+// noteEmpty records, for -verify, an XREADGROUP ">" sent once production
+// was over (drain) that returned nothing on any of the reader's partitions:
+// it shows the group drained of every acknowledged order. An empty read
+// during production proves nothing about later orders, so it is not kept.
+func (r *reader) noteEmpty(drain bool, t0 time.Time, d time.Duration) {
+	if !r.cfg.Verify || !drain {
 		return
 	}
 	for _, k := range r.keys {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -65,6 +66,38 @@ func TestReaderClaimsStaleEntries(t *testing.T) {
 	tot := st.Harvest(time.Now())
 	if st.total.msgs[0] != 3 || st.total.foreign[0] != 1 || st.total.ops[opXAutoClaim] == 0 || tot.ConsumedPerSec[0] <= 0 {
 		t.Fatalf("stats: msgs %d foreign %d claims %d", st.total.msgs[0], st.total.foreign[0], st.total.ops[opXAutoClaim])
+	}
+}
+
+// TestReaderKeepsOnlyDrainReads: an empty read shows a group drained only
+// once production is over (later orders could still come before that), so
+// -verify keeps the empty reads of the drain and none before it.
+func TestReaderKeepsOnlyDrainReads(t *testing.T) {
+	addr := resptest.StartRedis(t)
+	ctx := context.Background()
+	c := redis.NewClient(&redis.Options{Addr: addr, DisableIdentity: true})
+	defer c.Close()
+	key := streamKey("orders", 0)
+	if err := c.XGroupCreateMkStream(ctx, key, "billing", "$").Err(); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Verify = true
+	cfg.Block = 10 * time.Millisecond
+	st := NewStats(1, time.Now())
+	r := &reader{cfg: &cfg, run: "run1", group: "billing", consumer: "c", keys: []string{key},
+		partOf: map[string]int32{key: 0}, client: c, stats: st.Shard(0), errs: &errorLog{}, epoch: time.Now()}
+	var draining atomic.Bool
+	pctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	r.loop(pctx, &draining) // production: empty reads until ctx ends
+	cancel()
+	if len(r.log) != 0 {
+		t.Fatalf("empty reads during production recorded: %+v", r.log)
+	}
+	draining.Store(true)
+	r.loop(ctx, &draining) // returns once drained
+	if len(r.log) != 1 || r.log[0].Claimed || len(r.log[0].Entries) != 0 || r.log[0].Return < r.log[0].Call {
+		t.Fatalf("drain read: %+v (errors %v)", r.log, r.errs.Summary())
 	}
 }
 

@@ -66,7 +66,8 @@ type Delivery struct {
 
 // Read records one XREADGROUP ">" (or, Claimed, one XAUTOCLAIM) of a group
 // on one partition that returned entries of this run, or an XREADGROUP ">"
-// that returned nothing at all (which is how a drained group shows).
+// sent after production ended that returned nothing at all (which is how a
+// drained group shows).
 type Read struct {
 	Group        string
 	Reader       int32
