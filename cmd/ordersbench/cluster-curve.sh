@@ -20,12 +20,8 @@ set -u
 curve=${CURVE:-1x1 1x4 1x16 1x64 3x1 3x3 3x4 3x16 3x64 5x16}
 dur=${DUR:-10s}
 pipelines=${PIPELINES:-16 1}
-tmp=$(mktemp -d)
-pids=()
-trap 'stop_pids; rm -rf "$tmp"' EXIT
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
-build
 
 # rows target: one ordersbench run per pipeline depth; appends
 # "target P xadd/s p99_ms errors load1" to $tmp/rows and prints it.

@@ -12,18 +12,26 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// billingStream starts a redis-server with the stream orders:{0} and its
+// group billing, created at $; it returns a client (closed at cleanup) and
+// the stream.
+func billingStream(t *testing.T) (*redis.Client, string) {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: resptest.StartRedis(t), DisableIdentity: true})
+	t.Cleanup(func() { _ = c.Close() })
+	key := streamKey("orders", 0)
+	if err := c.XGroupCreateMkStream(context.Background(), key, "billing", "$").Err(); err != nil {
+		t.Fatal(err)
+	}
+	return c, key
+}
+
 // TestReaderClaimsStaleEntries: entries delivered to a consumer that died
 // without XACK are taken over by XAUTOCLAIM, processed as claimed
 // deliveries and acknowledged, leaving the PEL empty.
 func TestReaderClaimsStaleEntries(t *testing.T) {
-	addr := resptest.StartRedis(t)
 	ctx := context.Background()
-	c := redis.NewClient(&redis.Options{Addr: addr, DisableIdentity: true})
-	defer c.Close()
-	key := streamKey("orders", 0)
-	if err := c.XGroupCreateMkStream(ctx, key, "billing", "$").Err(); err != nil {
-		t.Fatal(err)
-	}
+	c, key := billingStream(t)
 	var want []string
 	for seq := uint64(1); seq <= 3; seq++ {
 		id := c.XAdd(ctx, &redis.XAddArgs{Stream: key, Values: []string{"order_id", orderID("run1", newOrderKey(0, seq)), "ts_ns", "1"}}).Val()
@@ -73,14 +81,8 @@ func TestReaderClaimsStaleEntries(t *testing.T) {
 // once production is over (later orders could still come before that), so
 // -verify keeps the empty reads of the drain and none before it.
 func TestReaderKeepsOnlyDrainReads(t *testing.T) {
-	addr := resptest.StartRedis(t)
 	ctx := context.Background()
-	c := redis.NewClient(&redis.Options{Addr: addr, DisableIdentity: true})
-	defer c.Close()
-	key := streamKey("orders", 0)
-	if err := c.XGroupCreateMkStream(ctx, key, "billing", "$").Err(); err != nil {
-		t.Fatal(err)
-	}
+	c, key := billingStream(t)
 	cfg := DefaultConfig()
 	cfg.Verify = true
 	cfg.Block = 10 * time.Millisecond

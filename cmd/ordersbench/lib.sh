@@ -1,7 +1,8 @@
 # Sourced by single-node.sh and cluster-curve.sh: start servers on free
 # loopback ports in a temp dir, stop them by PID, read CPU time from /proc.
-# The caller sets $tmp (a directory removed at exit) and $rs (the raftstream
-# binary), and declares pids=() before starting anything.
+# Sourcing it builds raftstream ($rs) and ordersbench ($ob) from this tree
+# into $tmp, a new temp dir; at exit every server in pids is stopped and
+# $tmp removed.
 
 # freeports n prints n distinct loopback ports with nothing listening on them,
 # below the kernel's ephemeral range (32768+), so that no outgoing connection
@@ -145,3 +146,8 @@ wait_balanced() {
   done
   return 1
 }
+
+tmp=$(mktemp -d)
+pids=()
+trap 'stop_pids; rm -rf "$tmp"' EXIT
+build

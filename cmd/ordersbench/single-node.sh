@@ -20,12 +20,8 @@
 set -u
 sections=${*:-xadd drain memory}
 rounds=${ROUNDS:-3} n16=${N16:-200000} n1=${N1:-30000} drain_n=${DRAIN_N:-200000}
-tmp=$(mktemp -d)
-pids=()
-trap 'stop_pids; rm -rf "$tmp"' EXIT
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
-build
 
 # ratio_summary: reads "round target P xadd/s p99_ms cpu_us" rows and prints,
 # per P, the medians of each server and of the node's per-round ratios.
