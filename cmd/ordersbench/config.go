@@ -59,8 +59,8 @@ type Config struct {
 
 	// Reset deletes the streams before the run.
 	Reset bool
-	// Verify records every acknowledged produce and delivery and checks
-	// exactly-once consumption per group at the end.
+	// Verify records every XADD and delivery and, at the end, checks the
+	// history with jepsen/checker (see Verify).
 	Verify bool
 	// JSONPath and HTMLPath, when set, receive the report.
 	JSONPath string
@@ -171,7 +171,7 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.DurationVar(&c.DrainTimeout, "drain-timeout", c.DrainTimeout, "how long consumers may drain after production")
 	fs.BoolVar(&c.ConsumeAfter, "consume-after", c.ConsumeAfter, "start the consumers when production ends and measure consumed/s over the drain alone")
 	fs.BoolVar(&c.Reset, "reset", c.Reset, "delete the streams before the run")
-	fs.BoolVar(&c.Verify, "verify", c.Verify, "check exactly-once consumption per group (exit 1 on loss)")
+	fs.BoolVar(&c.Verify, "verify", c.Verify, "check the history of XADDs and deliveries with the fault-injection checkers (exit 1 on a lost, stray, duplicated or reordered order)")
 	fs.StringVar(&c.JSONPath, "json", c.JSONPath, "write the report as JSON to this file")
 	fs.StringVar(&c.HTMLPath, "html", c.HTMLPath, "write a self-contained HTML report to this file")
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed for order contents")

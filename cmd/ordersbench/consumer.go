@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/raftstream/raftstream/jepsen/history"
 )
 
 // reader is one consumer of one group reading a fixed set of partitions.
@@ -24,8 +26,11 @@ type reader struct {
 	client   redis.Cmdable
 	stats    *shard
 	errs     *errorLog
-	// log holds this reader's deliveries (for --verify), in delivery order.
-	log []Consumed
+	// idx numbers the reader; epoch is when the run began; log holds its
+	// reads, for -verify.
+	idx   int32
+	epoch time.Time
+	log   []Read
 }
 
 // maxClaimRounds bounds one XAUTOCLAIM sweep of a stream.
@@ -53,6 +58,7 @@ func (r *reader) loop(ctx context.Context, draining *atomic.Bool) {
 		empty := true
 		switch {
 		case errors.Is(err, redis.Nil):
+			r.noteEmpty(drain, t0, d)
 		case err != nil:
 			if ctx.Err() != nil {
 				return
@@ -63,7 +69,9 @@ func (r *reader) loop(ctx context.Context, draining *atomic.Bool) {
 			continue
 		default:
 			r.stats.record(opXReadGroup, 1, d)
-			empty = r.handle(ctx, res, false) == 0
+			if empty = r.handle(ctx, res, false, t0, d) == 0; empty {
+				r.noteEmpty(drain, t0, d)
+			}
 		}
 		if (drain && empty) || !time.Now().Before(nextClaim) {
 			if r.claim(ctx) > 0 {
@@ -77,10 +85,11 @@ func (r *reader) loop(ctx context.Context, draining *atomic.Bool) {
 	}
 }
 
-// handle processes deliveries: records them, acknowledges them per stream
-// in one pipeline, and records end-to-end latency of the acknowledged
-// orders. It returns the number of deliveries.
-func (r *reader) handle(ctx context.Context, res []redis.XStream, claimed bool) int {
+// handle processes the deliveries of a read sent at time sent and answered
+// after took: records them (for -verify), acknowledges them per stream in
+// one pipeline, and records end-to-end latency of the acknowledged orders.
+// It returns the number of deliveries.
+func (r *reader) handle(ctx context.Context, res []redis.XStream, claimed bool, sent time.Time, took time.Duration) int {
 	type pending struct {
 		ack *redis.IntCmd
 		ts  []int64 // ts_ns of this run's orders in the batch
@@ -96,6 +105,7 @@ func (r *reader) handle(ctx context.Context, res []redis.XStream, claimed bool) 
 		part, known := r.partOf[s.Stream]
 		ids := make([]string, 0, len(s.Messages))
 		var b pending
+		var mine []Delivery
 		for _, m := range s.Messages {
 			total++
 			ids = append(ids, m.ID)
@@ -110,13 +120,16 @@ func (r *reader) handle(ctx context.Context, res []redis.XStream, claimed bool) 
 				b.ts = append(b.ts, ts)
 			}
 			if r.cfg.Verify {
-				eid, err := ParseEntryID(m.ID)
+				id, err := history.ParseID(m.ID)
 				if err != nil {
 					r.errs.add("xreadgroup", errors.New("bad entry ID "+m.ID))
 					continue
 				}
-				r.log = append(r.log, Consumed{Key: key, Part: part, ID: eid, Claimed: claimed})
+				mine = append(mine, Delivery{Key: key, ID: id})
 			}
+		}
+		if len(mine) > 0 {
+			r.note(part, claimed, sent, took, mine)
 		}
 		b.ack = pipe.XAck(ctx, s.Stream, r.group, ids...)
 		batches = append(batches, b)
@@ -169,8 +182,9 @@ func (r *reader) claim(ctx context.Context) int {
 				}
 				break
 			}
-			r.stats.record(opXAutoClaim, 1, time.Since(t0))
-			n += r.handle(ctx, []redis.XStream{{Stream: key, Messages: msgs}}, true)
+			d := time.Since(t0)
+			r.stats.record(opXAutoClaim, 1, d)
+			n += r.handle(ctx, []redis.XStream{{Stream: key, Messages: msgs}}, true, t0, d)
 			if next == "0-0" || next == "" {
 				break
 			}
@@ -210,5 +224,26 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	select {
 	case <-ctx.Done():
 	case <-t.C:
+	}
+}
+
+// note records, for -verify, a read of partition part sent at t0 and
+// answered after d that delivered entries of this run.
+func (r *reader) note(part int32, claimed bool, t0 time.Time, d time.Duration, es []Delivery) {
+	call := int64(t0.Sub(r.epoch))
+	r.log = append(r.log, Read{Group: r.group, Reader: r.idx, Part: part, Claimed: claimed, Call: call,
+		Return: call + int64(d), Entries: es})
+}
+
+// noteEmpty records, for -verify, an XREADGROUP ">" sent once production
+// was over (drain) that returned nothing on any of the reader's partitions:
+// it shows the group drained of every acknowledged order. An empty read
+// during production proves nothing about later orders, so it is not kept.
+func (r *reader) noteEmpty(drain bool, t0 time.Time, d time.Duration) {
+	if !r.cfg.Verify || !drain {
+		return
+	}
+	for _, k := range r.keys {
+		r.note(r.partOf[k], false, t0, d, nil)
 	}
 }

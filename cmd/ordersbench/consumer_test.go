@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,18 +12,26 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// billingStream starts a redis-server with the stream orders:{0} and its
+// group billing, created at $; it returns a client (closed at cleanup) and
+// the stream.
+func billingStream(t *testing.T) (*redis.Client, string) {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: resptest.StartRedis(t), DisableIdentity: true})
+	t.Cleanup(func() { _ = c.Close() })
+	key := streamKey("orders", 0)
+	if err := c.XGroupCreateMkStream(context.Background(), key, "billing", "$").Err(); err != nil {
+		t.Fatal(err)
+	}
+	return c, key
+}
+
 // TestReaderClaimsStaleEntries: entries delivered to a consumer that died
 // without XACK are taken over by XAUTOCLAIM, processed as claimed
 // deliveries and acknowledged, leaving the PEL empty.
 func TestReaderClaimsStaleEntries(t *testing.T) {
-	addr := resptest.StartRedis(t)
 	ctx := context.Background()
-	c := redis.NewClient(&redis.Options{Addr: addr, DisableIdentity: true})
-	defer c.Close()
-	key := streamKey("orders", 0)
-	if err := c.XGroupCreateMkStream(ctx, key, "billing", "$").Err(); err != nil {
-		t.Fatal(err)
-	}
+	c, key := billingStream(t)
 	var want []string
 	for seq := uint64(1); seq <= 3; seq++ {
 		id := c.XAdd(ctx, &redis.XAddArgs{Stream: key, Values: []string{"order_id", orderID("run1", newOrderKey(0, seq)), "ts_ns", "1"}}).Val()
@@ -48,12 +57,12 @@ func TestReaderClaimsStaleEntries(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	if claimed != 4 || len(r.log) != 3 {
-		t.Fatalf("claimed %d, recorded %d: %+v (errors %v)", claimed, len(r.log), r.log, r.errs.Summary())
+	if claimed != 4 || len(r.log) != 1 || !r.log[0].Claimed || len(r.log[0].Entries) != 3 {
+		t.Fatalf("claimed %d, recorded %+v (errors %v)", claimed, r.log, r.errs.Summary())
 	}
-	for i, cs := range r.log {
-		if !cs.Claimed || cs.ID.String() != want[i] || cs.Key != newOrderKey(0, uint64(i+1)) {
-			t.Errorf("delivery %d: %+v, want claimed %s", i, cs, want[i])
+	for i, d := range r.log[0].Entries {
+		if d.ID.String() != want[i] || d.Key != newOrderKey(0, uint64(i+1)) {
+			t.Errorf("delivery %d: %+v, want %s", i, d, want[i])
 		}
 	}
 	if p := c.XPending(ctx, key, "billing").Val(); p.Count != 0 {
@@ -65,6 +74,32 @@ func TestReaderClaimsStaleEntries(t *testing.T) {
 	tot := st.Harvest(time.Now())
 	if st.total.msgs[0] != 3 || st.total.foreign[0] != 1 || st.total.ops[opXAutoClaim] == 0 || tot.ConsumedPerSec[0] <= 0 {
 		t.Fatalf("stats: msgs %d foreign %d claims %d", st.total.msgs[0], st.total.foreign[0], st.total.ops[opXAutoClaim])
+	}
+}
+
+// TestReaderKeepsOnlyDrainReads: an empty read shows a group drained only
+// once production is over (later orders could still come before that), so
+// -verify keeps the empty reads of the drain and none before it.
+func TestReaderKeepsOnlyDrainReads(t *testing.T) {
+	ctx := context.Background()
+	c, key := billingStream(t)
+	cfg := DefaultConfig()
+	cfg.Verify = true
+	cfg.Block = 10 * time.Millisecond
+	st := NewStats(1, time.Now())
+	r := &reader{cfg: &cfg, run: "run1", group: "billing", consumer: "c", keys: []string{key},
+		partOf: map[string]int32{key: 0}, client: c, stats: st.Shard(0), errs: &errorLog{}, epoch: time.Now()}
+	var draining atomic.Bool
+	pctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	r.loop(pctx, &draining) // production: empty reads until ctx ends
+	cancel()
+	if len(r.log) != 0 {
+		t.Fatalf("empty reads during production recorded: %+v", r.log)
+	}
+	draining.Store(true)
+	r.loop(ctx, &draining) // returns once drained
+	if len(r.log) != 1 || r.log[0].Claimed || len(r.log[0].Entries) != 0 || r.log[0].Return < r.log[0].Call {
+		t.Fatalf("drain read: %+v (errors %v)", r.log, r.errs.Summary())
 	}
 }
 

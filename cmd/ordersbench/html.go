@@ -119,8 +119,11 @@ td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f4f4
 {{range .Rows}}<tr><td>{{.Name}}</td><td>{{.Count}}</td><td>{{.Errors}}</td><td>{{printf "%.0f" .OpsPerSec}}</td><td>{{printf "%.0f" .P50us}}</td><td>{{printf "%.0f" .P99us}}</td><td>{{printf "%.0f" .P999us}}</td><td>{{printf "%.0f" .MaxUs}}</td></tr>
 {{end}}</table>
 {{with .R.Verify}}<p>verify: {{if .OK}}<span class="ok">OK</span>{{else}}<span class="bad">FAILED</span>{{end}} — {{.Acked}} acknowledged, {{.Unknown}} unknown outcome</p>
-<table><tr><th>group</th><th>unique</th><th>missing</th><th>trimmed</th><th>duplicates</th><th>duplicate writes</th><th>stray</th><th>out of order</th></tr>
-{{range .Groups}}<tr><td>{{.Group}}</td><td>{{.Unique}}</td><td>{{.Missing}}</td><td>{{.Trimmed}}</td><td>{{.Duplicates}}</td><td>{{.DuplicateWrites}}</td><td>{{.Stray}}</td><td>{{.OutOfOrder}}</td></tr>
+<table><tr><th>group</th><th>orders delivered</th><th>deliveries</th><th>redelivered</th></tr>
+{{range .Groups}}<tr><td>{{.Group}}</td><td>{{.Unique}}</td><td>{{.Deliveries}}</td><td>{{.Duplicates}}</td></tr>
+{{end}}</table>
+<table><tr><th>check</th><th>verdict</th><th>anomalies</th></tr>
+{{range .Checks}}<tr><td>{{.Name}}</td><td>{{.Valid}}</td><td>{{range $k, $n := .Kinds}}{{$n}} {{$k}} {{end}}{{range .Examples}}<br>{{.}}{{end}}</td></tr>
 {{end}}</table>{{end}}
 {{range .R.Errors}}<p class="bad">error: {{.}}</p>{{end}}
 </body></html>

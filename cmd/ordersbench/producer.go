@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/raftstream/raftstream/jepsen/history"
 )
 
 // partitionOf routes an order to its partition: FNV-1a of the order_id.
@@ -21,12 +23,6 @@ func partitionOf(orderID string, partitions int) int {
 
 // streamKey is the stream of partition p; the braces are a hash tag.
 func streamKey(prefix string, p int) string { return prefix + ":{" + strconv.Itoa(p) + "}" }
-
-// producerLog is what one producer saw, for --verify.
-type producerLog struct {
-	acked   []Produced
-	unknown []OrderKey
-}
 
 // quota hands out the --count budget in pipeline-sized batches.
 type quota struct {
@@ -62,7 +58,10 @@ type producer struct {
 	errs   *errorLog
 	quota  *quota
 	keys   []string
-	log    producerLog
+	// epoch is when the run began; log holds this producer's XADDs, for
+	// -verify.
+	epoch time.Time
+	log   []XAdd
 }
 
 // loop produces until the deadline (zero = none) or the quota is spent. In-flight
@@ -127,23 +126,23 @@ func (p *producer) batch(ctx context.Context, rng *rand.Rand, pad string, seq *u
 	start := time.Now()
 	_, _ = pipe.Exec(ctx)
 	d := time.Since(start)
+	call := int64(start.Sub(p.epoch))
+	ret := call + int64(d)
 	ok := 0
 	for i, c := range cmds {
-		if err := c.Err(); err != nil {
+		err := c.Err()
+		if err != nil {
 			p.errs.add("xadd", err)
-			if cfg.Verify {
-				p.log.unknown = append(p.log.unknown, keys[i])
-			}
-			continue
+		} else {
+			ok++
 		}
-		ok++
 		if cfg.Verify {
-			eid, err := ParseEntryID(c.Val())
-			if err != nil {
-				p.log.unknown = append(p.log.unknown, keys[i])
-				continue
+			x := XAdd{Key: keys[i], Part: int32(parts[i]), Call: call, Return: ret}
+			if err == nil {
+				id, perr := history.ParseID(c.Val())
+				x.ID, x.Acked = id, perr == nil
 			}
-			p.log.acked = append(p.log.acked, Produced{Key: keys[i], Part: int32(parts[i]), ID: eid})
+			p.log = append(p.log, x)
 		}
 	}
 	p.stats.record(opXAdd, ok, d)

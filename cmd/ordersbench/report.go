@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -198,9 +200,18 @@ func writeTable(w io.Writer, r *Report) {
 		}
 		fmt.Fprintf(w, "verify %s: %d acknowledged, %d unknown outcome\n", status, v.Acked, v.Unknown)
 		for _, g := range v.Groups {
-			fmt.Fprintf(w, "  %s: unique %d, missing %d, trimmed %d, duplicates %d (entries %d), duplicate writes %d, stray %d, out of order %d, unknown-outcome delivered %d\n",
-				g.Group, g.Unique, g.Missing, g.Trimmed, g.Duplicates, g.DuplicatedEntries, g.DuplicateWrites, g.Stray, g.OutOfOrder, g.UnknownOutcome)
-			for _, e := range g.Examples {
+			fmt.Fprintf(w, "  %s: %d orders delivered, %d deliveries, %d redelivered\n", g.Group, g.Unique, g.Deliveries, g.Duplicates)
+		}
+		var cs []string
+		for _, c := range v.Checks {
+			cs = append(cs, c.Name+" "+string(c.Valid))
+		}
+		fmt.Fprintf(w, "  checks: %s\n", strings.Join(cs, ", "))
+		for _, c := range v.Checks {
+			for _, k := range slices.Sorted(maps.Keys(c.Kinds)) {
+				fmt.Fprintf(w, "  %s: %d %s\n", c.Name, c.Kinds[k], k)
+			}
+			for _, e := range c.Examples {
 				fmt.Fprintln(w, "    e.g.", e)
 			}
 		}

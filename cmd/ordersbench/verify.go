@@ -3,32 +3,13 @@ package main
 import (
 	"fmt"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/raftstream/raftstream/jepsen/checker"
+	"github.com/raftstream/raftstream/jepsen/history"
 )
-
-// EntryID is a stream entry ID (milliseconds-sequence), parsed so that the
-// verifier can compare and store it compactly.
-type EntryID struct{ Ms, Seq uint64 }
-
-// ParseEntryID parses "ms-seq".
-func ParseEntryID(s string) (EntryID, error) {
-	ms, seq, ok := strings.Cut(s, "-")
-	if !ok {
-		return EntryID{}, fmt.Errorf("bad entry ID %q", s)
-	}
-	a, err1 := strconv.ParseUint(ms, 10, 64)
-	b, err2 := strconv.ParseUint(seq, 10, 64)
-	if err1 != nil || err2 != nil {
-		return EntryID{}, fmt.Errorf("bad entry ID %q", s)
-	}
-	return EntryID{a, b}, nil
-}
-
-func (e EntryID) String() string { return fmt.Sprintf("%d-%d", e.Ms, e.Seq) }
-
-// Less orders IDs as the stream does.
-func (e EntryID) Less(o EntryID) bool { return e.Ms < o.Ms || (e.Ms == o.Ms && e.Seq < o.Seq) }
 
 // OrderKey identifies one order of this run: the producer index in the high
 // 24 bits and the producer's sequence number in the low 40.
@@ -61,172 +42,236 @@ func parseOrderID(run, s string) (OrderKey, bool) {
 	return newOrderKey(int(pi), qi), true
 }
 
-// Produced records one XADD that was acknowledged with an entry ID.
-type Produced struct {
-	Key  OrderKey
-	Part int32
-	ID   EntryID
+// The records below are what -verify keeps while the workload runs: small
+// and without pointers, appended by each goroutine to its own slice. Times
+// are nanoseconds since the run began (monotonic). Verify turns them into
+// jepsen history operations one stream at a time.
+
+// XAdd records one XADD: the order, its partition, the entry ID the server
+// returned (Acked), or none when the reply was an error (unknown outcome),
+// and when its pipeline was sent and answered.
+type XAdd struct {
+	Key          OrderKey
+	Part         int32
+	Acked        bool
+	ID           history.ID
+	Call, Return int64
 }
 
-// Consumed records one delivery of an entry of this run to a group.
-// Claimed marks a delivery obtained through XAUTOCLAIM rather than
-// XREADGROUP ">" (so it is exempt from the ordering check).
-type Consumed struct {
-	Key     OrderKey
-	Part    int32
-	ID      EntryID
-	Claimed bool
+// Delivery is one entry of this run handed to a consumer.
+type Delivery struct {
+	Key OrderKey
+	ID  history.ID
+}
+
+// Read records one XREADGROUP ">" (or, Claimed, one XAUTOCLAIM) of a group
+// on one partition that returned entries of this run, or an XREADGROUP ">"
+// sent after production ended that returned nothing at all (which is how a
+// drained group shows).
+type Read struct {
+	Group        string
+	Reader       int32
+	Part         int32
+	Claimed      bool
+	Call, Return int64
+	Entries      []Delivery
 }
 
 // History is everything a run observed, the input of Verify.
 type History struct {
-	Groups []string
-	// Acked are the produces acknowledged by the server.
-	Acked []Produced
-	// Unknown are produces whose reply was an error or never came: they may
-	// or may not have been written.
-	Unknown []OrderKey
-	// Consumed holds each group's deliveries; for each partition, in the
-	// order they were delivered (one reader owns a group's partition).
-	Consumed map[string][]Consumed
+	// Streams is the stream of each partition.
+	Streams []string
+	Groups  []string
+	XAdds   []XAdd
+	Reads   []Read
+	// Final holds, when streams are trimmed (-maxlen), each partition's
+	// entries of this run read in full at the end, begun at FinalAt: the
+	// entries trimming left. nil without trimming.
+	Final   map[int32][]Delivery
+	FinalAt int64
 	// ClientRetries is set when the client may resend a write whose reply
-	// was lost (the cluster client does on network errors): a second copy of
-	// an acknowledged order is then at-least-once production, not a fault.
+	// was lost (the cluster client does): a second copy of an order under
+	// another entry ID is then at-least-once production, not a fault.
 	ClientRetries bool
-	// FirstID, when non-nil, holds each partition's first entry ID at the
-	// end of the run (MAXLEN trimming); ok=false for an empty stream.
-	FirstID map[int32]EntryID
 }
 
-// GroupVerdict is the verification of one consumer group.
-type GroupVerdict struct {
+// GroupStats counts one group's deliveries of this run's orders.
+type GroupStats struct {
 	Group string `json:"group"`
-	// Deliveries counts every delivery; Unique the distinct acked entries.
+	// Deliveries counts every delivery; Unique the distinct orders
+	// delivered; Duplicates the deliveries beyond an order's first
+	// (redelivery by XAUTOCLAIM after a lost ack: at-least-once, allowed).
 	Deliveries int `json:"deliveries"`
 	Unique     int `json:"unique"`
-	// Missing acked entries never delivered (an error); Trimmed ones were
-	// removed by MAXLEN before a consumer reached them (not an error).
-	Missing int `json:"missing"`
-	Trimmed int `json:"trimmed"`
-	// Duplicates counts redeliveries beyond the first (at-least-once, not an
-	// error); DuplicatedEntries the distinct entries redelivered.
-	Duplicates        int `json:"duplicates"`
-	DuplicatedEntries int `json:"duplicated_entries"`
-	// UnknownOutcome counts deliveries of produces whose reply was an error:
-	// the write did happen (not an error).
-	UnknownOutcome int `json:"unknown_outcome_delivered"`
-	// DuplicateWrites counts deliveries of a second copy of an acknowledged
-	// order (same partition, another entry ID): an error unless the client
-	// may retry writes.
-	DuplicateWrites int `json:"duplicate_writes"`
-	// Stray counts deliveries that match no produce: a phantom entry or an
-	// entry in the wrong partition (an error).
-	Stray int `json:"stray"`
-	// OutOfOrder counts first deliveries from a partition whose ID is not
-	// greater than the previous one (an error).
-	OutOfOrder int `json:"out_of_order"`
-	// Examples lists a few offending order keys for each error class.
+	Duplicates int `json:"duplicates"`
+}
+
+// Check is one jepsen checker's verdict over every stream.
+type Check struct {
+	Name  string        `json:"name"`
+	Valid checker.Valid `json:"valid"`
+	// Kinds counts the anomalies by kind.
+	Kinds map[string]int `json:"kinds,omitempty"`
+	// Examples are the first anomalies, and why a stream could not be
+	// judged.
 	Examples []string `json:"examples,omitempty"`
 }
 
 // Verdict is the result of Verify.
 type Verdict struct {
-	Acked   int            `json:"acked"`
-	Unknown int            `json:"unknown_outcome"`
-	Groups  []GroupVerdict `json:"groups"`
-	OK      bool           `json:"ok"`
+	Acked   int          `json:"acked"`
+	Unknown int          `json:"unknown_outcome"`
+	Groups  []GroupStats `json:"groups"`
+	Checks  []Check      `json:"checks"`
+	OK      bool         `json:"ok"`
 }
 
 const maxExamples = 5
 
-// Verify checks that every acknowledged produce was consumed exactly once by
-// every group. Missing, stray and out-of-order deliveries make the verdict
-// fail; at-least-once redeliveries, trimmed entries and deliveries of
-// unknown-outcome produces are reported but allowed.
+// Verify checks h with the fault-injection suite's checkers (jepsen/checker),
+// one stream at a time so that the operations built for them never hold more
+// than one stream's:
+//
+//   - ids: entry IDs increase within every read and across XADD replies in
+//     real time; an order is seen under one entry ID only, unless the client
+//     retries writes; no read shows an order that was not produced on that
+//     partition (a stray or misrouted entry);
+//   - duplicates: no read shows an entry twice;
+//   - groups: ">" never delivers an entry twice; a group's deliveries never
+//     move backwards (out of order); every acknowledged order was delivered
+//     to every group (missing), which needs each group's last read of each
+//     partition to have come back empty;
+//   - lost, with trimming: every acknowledged order not trimmed by MAXLEN is
+//     in the stream at the end.
+//
+// An unknown-outcome XADD may or may not appear; XAUTOCLAIM may redeliver.
+// The verdict is OK when every check is Ok: one that cannot judge a stream
+// (a group that was not drained) fails it too.
 func Verify(h History) Verdict {
-	idx := make(map[OrderKey]int, len(h.Acked))
-	for i, p := range h.Acked {
-		idx[p.Key] = i
+	v := Verdict{}
+	for _, x := range h.XAdds {
+		if x.Acked {
+			v.Acked++
+		} else {
+			v.Unknown++
+		}
 	}
-	unknown := make(map[OrderKey]bool, len(h.Unknown))
-	for _, k := range h.Unknown {
-		unknown[k] = true
+	xs := make([][]int32, len(h.Streams))
+	for i, x := range h.XAdds {
+		xs[x.Part] = append(xs[x.Part], int32(i))
 	}
-	v := Verdict{Acked: len(h.Acked), Unknown: len(h.Unknown), OK: true}
-	seen := make([]uint32, len(h.Acked))
+	rs := make([][]int32, len(h.Streams))
+	for i, r := range h.Reads {
+		rs[r.Part] = append(rs[r.Part], int32(i))
+	}
+	checks := []checker.Checker{{Name: "ids", Check: checker.IDs}, {Name: "duplicates", Check: checker.Duplicates},
+		{Name: "groups", Check: checker.Groups}}
+	if h.Final != nil {
+		checks = append(checks, checker.Checker{Name: "lost", Check: checker.Lost})
+	}
+	opts := checker.Options{Trims: h.Final != nil, Resends: h.ClientRetries, Groups: h.Groups}
+	for _, c := range checks {
+		v.Checks = append(v.Checks, Check{Name: c.Name, Valid: checker.Ok})
+	}
 	for _, g := range h.Groups {
-		clear(seen)
-		gv := GroupVerdict{Group: g}
-		example := func(class string, k OrderKey) {
-			if len(gv.Examples) < maxExamples {
-				gv.Examples = append(gv.Examples, class+" "+k.String())
-			}
+		v.Groups = append(v.Groups, GroupStats{Group: g})
+	}
+	for p, stream := range h.Streams {
+		in := checker.NewInputOps(h.streamOps(int32(p), stream, xs[p], rs[p]), 0, opts)
+		for i, c := range checks {
+			v.Checks[i].add(c.Check(in), stream)
 		}
-		last := map[int32]EntryID{}
-		unknownSeen := map[OrderKey]bool{}
-		for _, c := range h.Consumed[g] {
-			gv.Deliveries++
-			if !c.Claimed {
-				if prev, ok := last[c.Part]; ok && !prev.Less(c.ID) {
-					gv.OutOfOrder++
-					example("out-of-order", c.Key)
-				}
-				last[c.Part] = c.ID
-			}
-			i, ok := idx[c.Key]
-			if !ok {
-				if unknown[c.Key] && !unknownSeen[c.Key] {
-					unknownSeen[c.Key] = true
-					gv.UnknownOutcome++
-					continue
-				}
-				if unknown[c.Key] {
-					gv.Duplicates++
-					continue
-				}
-				gv.Stray++
-				example("stray", c.Key)
-				continue
-			}
-			if p := h.Acked[i]; p.Part == c.Part && p.ID != c.ID {
-				gv.DuplicateWrites++
-				if !h.ClientRetries {
-					example("duplicate-write", c.Key)
-				}
-				continue
-			} else if p.Part != c.Part {
-				gv.Stray++
-				example("stray", c.Key)
-				continue
-			}
-			seen[i]++
-			switch seen[i] {
-			case 1:
-				gv.Unique++
-			case 2:
-				gv.DuplicatedEntries++
-				gv.Duplicates++
-			default:
-				gv.Duplicates++
-			}
-		}
-		for i, n := range seen {
-			if n > 0 {
-				continue
-			}
-			p := h.Acked[i]
-			if first, ok := h.FirstID[p.Part]; h.FirstID != nil && (!ok || p.ID.Less(first)) {
-				gv.Trimmed++
-				continue
-			}
-			gv.Missing++
-			example("missing", p.Key)
-		}
-		slices.Sort(gv.Examples)
-		if gv.Missing > 0 || gv.Stray > 0 || gv.OutOfOrder > 0 || (gv.DuplicateWrites > 0 && !h.ClientRetries) {
-			v.OK = false
-		}
-		v.Groups = append(v.Groups, gv)
+		h.count(v.Groups, rs[p])
+	}
+	v.OK = true
+	for _, c := range v.Checks {
+		v.OK = v.OK && c.Valid == checker.Ok
 	}
 	return v
+}
+
+// streamOps builds the jepsen operations of one partition, in invocation
+// order: its XADDs (process: the producer), its reads (process: the
+// reader) and, with trimming, the final full read. The value of an entry is
+// its order key.
+func (h *History) streamOps(p int32, stream string, xadds, reads []int32) []history.Op {
+	var ops []history.Op
+	for _, i := range xadds {
+		x := &h.XAdds[i]
+		o := history.Op{Process: history.Process(x.Key >> 40), F: history.XAdd, Key: stream, Type: history.Info,
+			Call: x.Call, Return: x.Return, Value: &history.Value{Value: x.Key.String()}}
+		if x.Acked {
+			o.Type, o.Value.ID = history.OK, x.ID.String()
+		}
+		ops = append(ops, o)
+	}
+	for _, i := range reads {
+		r := &h.Reads[i]
+		o := history.Op{Process: history.Process(r.Reader), F: history.XReadGroup, Key: stream, Type: history.OK,
+			Call: r.Call, Return: r.Return, Value: &history.Value{Group: r.Group, From: ">", Entries: entries(r.Entries)}}
+		if r.Claimed {
+			o.F, o.Value.From = history.XAutoClaim, "0-0"
+		}
+		ops = append(ops, o)
+	}
+	sort.SliceStable(ops, func(i, j int) bool { return ops[i].Call < ops[j].Call })
+	if h.Final != nil {
+		ops = append(ops, history.Op{F: history.XRange, Key: stream, Type: history.OK, Call: h.FinalAt,
+			Return: h.FinalAt + 1, Value: &history.Value{Full: true, Entries: entries(h.Final[p])}})
+	}
+	for i := range ops {
+		ops[i].Index, ops[i].Done = int64(2*i), int64(2*i+1)
+	}
+	return ops
+}
+
+func entries(ds []Delivery) []history.Entry {
+	es := make([]history.Entry, len(ds))
+	for i, d := range ds {
+		es[i] = history.Entry{ID: d.ID.String(), Value: d.Key.String()}
+	}
+	return es
+}
+
+// count adds one partition's deliveries to each group's stats. An order
+// lives in one partition, so distinct orders add up across partitions.
+func (h *History) count(gs []GroupStats, reads []int32) {
+	for gi := range gs {
+		var keys []OrderKey
+		for _, i := range reads {
+			if r := &h.Reads[i]; r.Group == gs[gi].Group {
+				for _, d := range r.Entries {
+					keys = append(keys, d.Key)
+				}
+			}
+		}
+		slices.Sort(keys)
+		gs[gi].Deliveries += len(keys)
+		gs[gi].Unique += len(slices.Compact(keys))
+		gs[gi].Duplicates = gs[gi].Deliveries - gs[gi].Unique
+	}
+}
+
+// add folds one stream's result into c: the worst verdict (Illegal over
+// Unknown over Ok), the anomalies by kind, and a few examples.
+func (c *Check) add(r checker.Result, stream string) {
+	if r.Valid == checker.Illegal || c.Valid == checker.Ok {
+		c.Valid = r.Valid
+	}
+	for _, a := range r.Anomalies {
+		if c.Kinds == nil {
+			c.Kinds = map[string]int{}
+		}
+		c.Kinds[a.Kind]++
+		if len(c.Examples) < maxExamples {
+			c.Examples = append(c.Examples, a.Kind+": "+a.Msg)
+		}
+	}
+	if r.Valid == checker.Unknown {
+		for _, n := range r.Notes {
+			if len(c.Examples) < maxExamples {
+				c.Examples = append(c.Examples, stream+": "+n)
+			}
+		}
+	}
 }

@@ -16,12 +16,12 @@ import (
 	"github.com/raftstream/raftstream/resp/resptest"
 )
 
-// TestBulkLoadMemoryStaysNearRedis loads the 1M uniform order entries of
-// PERFORMANCE.md point 4 (what `cost-bench.sh … rss` sends) into a real node
-// and into redis-server, each over one connection streaming the commands
-// while it reads the replies, as redis-cli --pipe does. Sampled during the
-// load and for two seconds after it, the node must stay within 1.5× Redis's
-// whole RSS for the same data, in two measures:
+// TestBulkLoadMemoryStaysNearRedis loads the 1M uniform order entries of the
+// memory rows of cmd/ordersbench/PERFORMANCE.md (what `single-node.sh memory`
+// sends) into a real node and into redis-server, each over one connection
+// streaming the commands while it reads the replies, as redis-cli --pipe
+// does. Sampled during the load and for two seconds after it, the node must
+// stay within 1.5× Redis's whole RSS for the same data, in two measures:
 //
 //   - the Go runtime's memory (MemStats Sys − HeapReleased, from the admin
 //     port's /debug/pprof/heap), every 100 ms;

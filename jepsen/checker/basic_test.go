@@ -209,3 +209,22 @@ func TestLiveness(t *testing.T) {
 	b.nemesis(history.Start, "kill n1")
 	wantValid(t, b.check(t, Liveness, Options{}), Unknown, "")
 }
+
+// TestResends: a client that sends a write again after losing its reply
+// (go-redis's ClusterClient) appends the value twice, under two IDs. Only
+// Options.Resends accepts that, and an ID must still hold one value.
+func TestResends(t *testing.T) {
+	var b hb
+	b.add1(0, s, "a", "1-0")
+	w := b.add1(0, s, "b", "3-0") // the first send of "b" was appended as 2-0
+	r := b.read(1, s, es("1-0", "a", "2-0", "b", "3-0", "b")...)
+	wantValid(t, b.check(t, IDs, Options{}), Illegal, "id-mismatch", w, r)
+	wantValid(t, b.check(t, Duplicates, Options{}), Illegal, "duplicate-value", r)
+	o := Options{Resends: true}
+	wantValid(t, b.check(t, IDs, o), Ok, "")
+	wantValid(t, b.check(t, Duplicates, o), Ok, "")
+	wantValid(t, b.check(t, Lost, o), Ok, "")
+	wantValid(t, b.check(t, Linearizable, o), Unknown, "")
+	r = b.read(1, s, es("1-0", "a", "2-0", "b", "3-0", "c")...)
+	wantValid(t, b.check(t, IDs, o), Illegal, "id-mismatch", w, r)
+}

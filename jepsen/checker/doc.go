@@ -24,12 +24,14 @@
 //     particular not an acknowledged one); acknowledged entries are not
 //     pending; delivered, unacknowledged entries stay pending (XPENDING
 //     probes); the group's last-delivered position never moves backwards; after
-//     the final heal every acknowledged write was delivered to the group.
+//     the final heal every acknowledged write was delivered to the group
+//     (every group in Options.Groups, even one the history never shows).
 //   - liveness: after the final heal at least one operation of each kind
 //     succeeded.
 //
 // Assumptions about the workload: values written are unique per stream
-// (xadd-idmp may retry a value under the same IID); a stream has one field
+// (xadd-idmp may retry a value under the same IID; with Options.Resends a
+// client may append a value again under a new ID); a stream has one field
 // whose value is the Value; consumer groups are created at ID 0 before the
 // first write, so every entry is eventually deliverable to every group.
 package checker

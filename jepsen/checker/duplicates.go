@@ -9,7 +9,8 @@ import (
 // Duplicates checks that no ok read (XRANGE, XREAD, XREADGROUP, XAUTOCLAIM)
 // shows one value or one entry ID twice. This is also how an unknown-outcome
 // write is held to "present once or absent": a retried or replayed append
-// would show its value twice.
+// would show its value twice. With Options.Resends a value may be in a read
+// twice (the client appended it twice); an ID may not.
 func Duplicates(in *Input) Result {
 	var as []Anomaly
 	reads := 0
@@ -22,7 +23,7 @@ func Duplicates(in *Input) Result {
 		vals := map[string]int{}
 		ids := map[string]int{}
 		for j, e := range o.Value.Entries {
-			if p, ok := vals[e.Value]; ok {
+			if p, ok := vals[e.Value]; ok && !in.Options.Resends {
 				as = append(as, Anomaly{Kind: "duplicate-value", Key: o.Key, Ops: idxs(o),
 					Msg: fmt.Sprintf("%s shows value %q at positions %d (%s) and %d (%s)", o, e.Value, p, o.Value.Entries[p].ID, j, e.ID)})
 			} else {

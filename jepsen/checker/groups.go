@@ -31,6 +31,7 @@ import (
 //     listed pending. Without a final window or such a read this part is
 //     Unknown. With Options.Trims, writes missing from the
 //     stream's final read are skipped (they may have been trimmed).
+//     Options.Groups adds groups the history shows no operation of.
 func Groups(in *Input) Result {
 	type gk struct{ key, group string }
 	var order []gk
@@ -50,6 +51,14 @@ func Groups(in *Input) Result {
 				order = append(order, g)
 			}
 			m[g] = append(m[g], o)
+		}
+	}
+	for key := range writes {
+		for _, name := range in.Options.Groups {
+			if g := (gk{key, name}); m[g] == nil {
+				order = append(order, g)
+				m[g] = []*history.Op{}
+			}
 		}
 	}
 	sort.Slice(order, func(i, j int) bool {

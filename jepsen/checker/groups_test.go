@@ -127,4 +127,17 @@ func TestGroupsBad(t *testing.T) {
 		b.deliver(1, "c1", ">", es("1-0", "a")...)
 		wantValid(t, b.check(t, Groups, Options{}), Unknown, "")
 	})
+	t.Run("a group named in Options.Groups but absent from the history", func(t *testing.T) {
+		// Its reader never completed a read: nothing shows the write
+		// delivered, nor the group drained.
+		var b hb
+		b.nemesis(history.Heal, "")
+		b.add1(0, s, "a", "1-0")
+		wantValid(t, b.check(t, Groups, Options{}), Ok, "")
+		o := Options{Groups: []string{"g"}}
+		wantValid(t, b.check(t, Groups, o), Unknown, "")
+		b.deliver(1, "c1", ">", es("1-0", "a")...)
+		b.deliver(1, "c1", ">")
+		wantValid(t, b.check(t, Groups, o), Ok, "")
+	})
 }

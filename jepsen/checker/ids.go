@@ -10,9 +10,10 @@ import (
 //   - read-order: within every ok read the IDs strictly increase;
 //   - xadd-order: if an ok XADD returned before another ok XADD on the same
 //     stream was invoked, its ID is smaller;
-//   - id-mismatch: a value is seen with one ID only, and an ID with one
-//     value only, across XADD replies and every read (xadd-idmp retries must
-//     return the ID of the first append);
+//   - id-mismatch: a value is seen with one ID only (unless
+//     Options.Resends), and an ID with one value only, across XADD replies
+//     and every read (xadd-idmp retries must return the ID of the first
+//     append);
 //   - phantom: every value read was the input of some XADD on that stream.
 func IDs(in *Input) Result {
 	var as []Anomaly
@@ -21,7 +22,7 @@ func IDs(in *Input) Result {
 		ops := m[k]
 		as = append(as, readOrder(ops)...)
 		as = append(as, xaddOrder(k, ops)...)
-		as = append(as, idConsistency(k, ops)...)
+		as = append(as, idConsistency(k, ops, in.Options.Resends)...)
 	}
 	return verdict("ids", as, false, nil)
 }
@@ -82,7 +83,7 @@ func xaddOrder(k string, ops []*history.Op) []Anomaly {
 	return as
 }
 
-func idConsistency(k string, ops []*history.Op) []Anomaly {
+func idConsistency(k string, ops []*history.Op, resends bool) []Anomaly {
 	type sighting struct {
 		other string // the ID of a value, or the value of an ID
 		op    *history.Op
@@ -100,7 +101,7 @@ func idConsistency(k string, ops []*history.Op) []Anomaly {
 	see := func(o *history.Op, id, val string) {
 		if s, ok := byValue[val]; !ok {
 			byValue[val] = sighting{id, o}
-		} else if s.other != id && !reported["v"+val] {
+		} else if s.other != id && !resends && !reported["v"+val] {
 			reported["v"+val] = true
 			as = append(as, Anomaly{Kind: "id-mismatch", Key: k, Ops: idxs(s.op, o),
 				Msg: fmt.Sprintf("value %q has ID %s in %s but %s in %s", val, s.other, s.op, id, o)})

@@ -47,10 +47,14 @@ import (
 // first ID. Streams are checked one by one so an Illegal verdict names the
 // key; the porcupine visualization of each failing key is returned in
 // Result.Files as linear-<key>.html. With Options.Trims the model does not
-// apply (trims remove entries); the checker then says Unknown.
+// apply (trims remove entries); the checker then says Unknown, and so it
+// does with Options.Resends (a value may be appended twice).
 func Linearizable(in *Input) Result {
 	if in.Options.Trims {
 		return verdict("linearizable", nil, true, []string{"the append-only model does not apply to a trimmed workload"})
+	}
+	if in.Options.Resends {
+		return verdict("linearizable", nil, true, []string{"the model appends each value once; a client that resends writes may append one twice"})
 	}
 	timeout := in.Options.LinearTimeout
 	if timeout == 0 {

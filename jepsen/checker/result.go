@@ -43,6 +43,20 @@ type Options struct {
 	// entry missing from the front of a read may have been trimmed rather
 	// than lost.
 	Trims bool
+	// Resends: the client may send a write again when its reply was lost
+	// (go-redis's ClusterClient resends a whole pipeline after a retryable
+	// error), so one value may be appended more than once, each copy under
+	// an ID of its own. A value seen under several IDs, or twice in one read,
+	// is then not an anomaly; an ID still holds one value. The
+	// linearizability model appends each value once, so linearizable says
+	// Unknown.
+	Resends bool
+	// Groups names consumer groups that exist on every stream (created
+	// before its first write). Each is judged on every stream with
+	// acknowledged writes, even one where the history holds none of its
+	// operations: nothing then shows the group drained, so its eventual
+	// delivery is Unknown instead of unchecked.
+	Groups []string
 	// LinearTimeout bounds porcupine's search per stream (for the streams
 	// the chain check leaves undecided, and for the visualization of a
 	// non-linearizable one); on expiry the verdict is Unknown, or Illegal
@@ -54,7 +68,8 @@ type Options struct {
 }
 
 // Input is what every checker sees: the history, its operations and the
-// options. Build it with NewInput.
+// options. Build it with NewInput, or with NewInputOps from operations
+// paired elsewhere.
 type Input struct {
 	History history.History
 	Ops     []history.Op
@@ -67,6 +82,15 @@ type Input struct {
 func NewInput(h history.History, o Options) *Input {
 	_, heal := h.Faults()
 	return &Input{History: h, Ops: h.Ops(), Options: o, LastHeal: heal}
+}
+
+// NewInputOps is NewInput for a caller that records its operations compactly
+// and pairs them itself (a benchmark's millions of XADDs): ops in
+// invocation order, each as History.Ops would build it, and lastHeal the
+// time the final window starts (-1 if none). History is left nil; the
+// checkers read only Ops.
+func NewInputOps(ops []history.Op, lastHeal int64, o Options) *Input {
+	return &Input{Ops: ops, Options: o, LastHeal: lastHeal}
 }
 
 // Checker is a named check.

@@ -1,0 +1,103 @@
+#!/bin/bash
+# One raftstream node against redis-server --appendonly yes --appendfsync
+# always, on this machine, in the same run. Sections:
+#
+#   xadd    redis-benchmark -c 50 XADD at -P 16 ($N16 commands) and -P 1 ($N1),
+#           on both servers in turn, $ROUNDS rounds; per row XADD/s, p99 and
+#           the server's CPU per XADD (user + system, /proc/<pid>/stat), then
+#           the medians and the node's ratios to Redis within each round.
+#   drain   ordersbench produces a backlog of $DRAIN_N orders, then 4
+#           consumers of one group drain it (XREADGROUP COUNT 100, pipelined
+#           XACK, -verify): consumed/s, on a fresh server each.
+#   memory  $RSS_N order entries sent with redis-cli --pipe to a fresh server
+#           each: MEMORY USAGE of the stream and the process's VmRSS.
+#
+# Usage: cmd/ordersbench/single-node.sh [section...]   (default: xadd drain memory)
+# Env: ROUNDS (3), N16 (200000), N1 (30000), DRAIN_N (200000), RSS_N (1000000).
+# raftstream and ordersbench are built from this tree into a temp dir, where
+# every server runs on free loopback ports; servers are stopped by PID and
+# the temp dir is removed at exit. Results go to stdout.
+set -u
+sections=${*:-xadd drain memory}
+rounds=${ROUNDS:-3} n16=${N16:-200000} n1=${N1:-30000} drain_n=${DRAIN_N:-200000}
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+# ratio_summary: reads "round target P xadd/s p99_ms cpu_us" rows and prints,
+# per P, the medians of each server and of the node's per-round ratios.
+ratio_summary() {
+  awk '
+    function median(a, n,   i, j, t) {
+      for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
+      return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2
+    }
+    { k = $1 SUBSEP $3; rps[k, $2] = $4; p99[k, $2] = $5; cpu[k, $2] = $6; if (!($3 in seen)) { seen[$3]; ps[++np] = $3 } ; if (!(($1) in r)) { r[$1]; nr++ } }
+    END {
+      for (i = 1; i <= np; i++) {
+        P = ps[i]; n = 0
+        for (round = 1; round <= nr; round++) {
+          k = round SUBSEP P
+          if (!((k, "redis") in rps) || !((k, "raftstream") in rps) || rps[k, "redis"] == 0) continue
+          n++
+          rr[n] = rps[k, "raftstream"] / rps[k, "redis"]; lo = (n == 1 || rr[n] < lo) ? rr[n] : lo; hi = (n == 1 || rr[n] > hi) ? rr[n] : hi
+          pr[n] = p99[k, "redis"] > 0 ? p99[k, "raftstream"] / p99[k, "redis"] : 0
+          a[n] = rps[k, "raftstream"]; b[n] = rps[k, "redis"]; c[n] = cpu[k, "raftstream"]; d[n] = cpu[k, "redis"]
+        }
+        if (n == 0) continue
+        printf "-P %-2s  XADD/s %.0f against %.0f: %.2fx (%.2f-%.2f); p99 %.2fx; CPU %.1f against %.1f us per XADD\n",
+          P, median(a, n), median(b, n), median(rr, n), lo, hi, median(pr, n), median(c, n), median(d, n)
+      }
+    }'
+}
+
+for section in $sections; do
+  case $section in
+  xadd)
+    start_redis; rport=$port rpid=$spid
+    start_raftstream 1 1; nport=$port npid=$spid
+    echo "# round server P XADD/s p99_ms cpu_us_per_xadd load1"
+    for r in $(seq "$rounds"); do
+      for P in 16 1; do
+        n=$n16; [ "$P" = 1 ] && n=$n1
+        for t in redis:$rport:$rpid raftstream:$nport:$npid; do
+          IFS=: read -r name p pid <<<"$t"
+          c0=$(pid_ticks "$pid")
+          res=$(redis-benchmark -p "$p" -c 50 -P "$P" -n "$n" --csv XADD "s$P" '*' f v 2>&1 | tail -1 | tr -d '"' | awk -F, '{print $2, $7}')
+          c1=$(pid_ticks "$pid")
+          echo "$r $name $P $res $(cpu_us $((c1 - c0)) "$n") $(load1)"
+        done
+      done
+    done | tee "$tmp/xadd.rows"
+    ratio_summary <"$tmp/xadd.rows"
+    stop_pids ;;
+  drain)
+    echo "# server P consumed_per_s verify"
+    for t in redis raftstream; do
+      if [ "$t" = redis ]; then start_redis; else start_raftstream 1 1; fi
+      ob_row "drain-$t" 16 -count "$drain_n" -groups billing -consumers 4 -consume-after -verify -drain-timeout 300s |
+        awk '{print $1, $2, $6, $7}' | tee -a "$tmp/drain.rows"
+      stop_pids
+    done
+    awk '{c[$1] = $3} END { if (c["drain-redis"] > 0) printf "drain: %.2fx Redis\n", c["drain-raftstream"] / c["drain-redis"] }' "$tmp/drain.rows" ;;
+  memory)
+    # XADD s <i>-0 customer c<7 digits> amount <5 digits> sku SKU-<6 digits>,
+    # the uniform entries of the engine's BenchmarkRedisMemoryRatio.
+    awk -v n="${RSS_N:-1000000}" 'function arg(s) { printf "$%d\r\n%s\r\n", length(s), s }
+      BEGIN { for (i = 0; i < n; i++) {
+        printf "*9\r\n"; arg("XADD"); arg("s"); arg((i + 1) "-0")
+        arg("customer"); arg(sprintf("c%07d", i % 10000000)); arg("amount"); arg(sprintf("%05d", 10000 + i % 90000))
+        arg("sku"); arg(sprintf("SKU-%06d", i % 1000000)) } }' >"$tmp/fill.resp"
+    echo "# server entries memory_usage_bytes vmrss_kb"
+    for t in redis raftstream; do
+      if [ "$t" = redis ]; then start_redis; else start_raftstream 1 1; fi
+      redis-cli -p "$port" --pipe <"$tmp/fill.resp" >"$tmp/pipe-$t.txt" 2>&1
+      sleep 2
+      echo "$t $(redis-cli -p "$port" xlen s) $(redis-cli -p "$port" memory usage s samples 0) $(awk '/^VmRSS/ {print $2}' /proc/"$spid"/status)" |
+        tee -a "$tmp/memory.rows"
+      stop_pids
+    done
+    awk '{m[$1] = $3; r[$1] = $4} END { if (m["redis"] > 0 && r["redis"] > 0)
+      printf "memory: MEMORY USAGE %.2fx Redis, VmRSS %.2fx\n", m["raftstream"] / m["redis"], r["raftstream"] / r["redis"] }' "$tmp/memory.rows" ;;
+  *) echo "unknown section $section (want xadd, drain or memory)" >&2; exit 2 ;;
+  esac
+done
