@@ -1,10 +1,5 @@
 package engine
 
-import (
-	"bytes"
-	"strings"
-)
-
 // Config holds the engine's tunables. They are replicated state: change them
 // only through a command that goes through the log (CONFIG SET).
 type Config struct {
@@ -133,7 +128,7 @@ func register(name string, h handler) {
 
 // Has reports whether the engine implements the command (case-insensitive).
 func Has(name string) bool {
-	_, ok := commands[strings.ToLower(name)]
+	_, ok := commands[Lower([]byte(name))]
 	return ok
 }
 
@@ -150,53 +145,6 @@ func (e *Engine) Exec(now int64, argv [][]byte) Reply {
 		return Errorf("ERR unknown command '%s'", argv[0])
 	}
 	return h(e, now, argv)
-}
-
-// lower returns the lower-cased command name without allocating for names
-// that are already lower case... it allocates once otherwise.
-func lower(b []byte) string {
-	for _, c := range b {
-		if c >= 'A' && c <= 'Z' {
-			return string(bytes.ToLower(b))
-		}
-	}
-	return string(b)
-}
-
-// nameBuf is the room lowerInto lowers a command name in.
-const nameBuf = 32
-
-// lowerInto returns b lower-cased, in buf when it fits, for a map lookup
-// (m[string(…)] of a slice does not allocate).
-func lowerInto(buf *[nameBuf]byte, b []byte) []byte {
-	if len(b) > len(buf) {
-		return bytes.ToLower(b)
-	}
-	for i, c := range b {
-		if c >= 'A' && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		buf[i] = c
-	}
-	return buf[:len(b)]
-}
-
-// eqFold reports whether arg equals the ASCII keyword kw, ignoring case.
-// kw must be upper case.
-func eqFold(arg []byte, kw string) bool {
-	if len(arg) != len(kw) {
-		return false
-	}
-	for i := 0; i < len(arg); i++ {
-		c := arg[i]
-		if c >= 'a' && c <= 'z' {
-			c -= 'a' - 'A'
-		}
-		if c != kw[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // lookupStream returns the stream at key, nil if the key does not exist, or

@@ -36,18 +36,36 @@ func cmdXLen(e *Engine, now int64, argv [][]byte) Reply {
 	return Integer(s.Length)
 }
 
-// parseIntervalID is streamParseIntervalIDOrReply: "(" makes the bound
-// exclusive (and the ID strict).
-func parseIntervalID(b []byte, missingSeq uint64) (ID, bool, *Error) {
+// parseIntervalStart and parseIntervalEnd are streamParseIntervalIDOrReply
+// for a range's bounds: "(" makes the bound exclusive (and the ID strict).
+func parseIntervalStart(b []byte) (ID, *Error) {
 	if len(b) > 1 && b[0] == '(' {
-		id, err := parseStrictID(b[1:], missingSeq)
-		return id, true, err
+		id, err := parseStrictID(b[1:], 0)
+		if err != nil {
+			return ID{}, err
+		}
+		next, ok := id.Incr()
+		if !ok {
+			return ID{}, errInvalidStart
+		}
+		return next, nil
 	}
-	id, err := ParseID(b, missingSeq)
-	if err != nil {
-		return ID{}, false, ErrInvalidStreamID
+	return parseIDArg(b, 0)
+}
+
+func parseIntervalEnd(b []byte) (ID, *Error) {
+	if len(b) > 1 && b[0] == '(' {
+		id, err := parseStrictID(b[1:], ^uint64(0))
+		if err != nil {
+			return ID{}, err
+		}
+		prev, ok := id.Decr()
+		if !ok {
+			return ID{}, errInvalidEnd
+		}
+		return prev, nil
 	}
-	return id, false, nil
+	return parseIDArg(b, ^uint64(0))
 }
 
 func xrangeGeneric(e *Engine, argv [][]byte, rev bool) Reply {
@@ -62,30 +80,18 @@ func xrangeGeneric(e *Engine, argv [][]byte, rev bool) Reply {
 	if rev {
 		startArg, endArg = endArg, startArg
 	}
-	start, ex, err := parseIntervalID(startArg, 0)
+	start, err := parseIntervalStart(startArg)
 	if err != nil {
 		return err
 	}
-	if ex {
-		var ok bool
-		if start, ok = start.Incr(); !ok {
-			return errInvalidStart
-		}
-	}
-	end, ex, err := parseIntervalID(endArg, ^uint64(0))
+	end, err := parseIntervalEnd(endArg)
 	if err != nil {
 		return err
-	}
-	if ex {
-		var ok bool
-		if end, ok = end.Decr(); !ok {
-			return errInvalidEnd
-		}
 	}
 	count := int64(-1)
 	for j := 4; j < len(argv); j++ {
-		if eqFold(argv[j], "COUNT") && j+1 < len(argv) {
-			v, err := parseInt(argv[j+1])
+		if EqFold(argv[j], "COUNT") && j+1 < len(argv) {
+			v, err := intArg(argv[j+1], "")
 			if err != nil {
 				return err
 			}
@@ -148,7 +154,7 @@ func appendEntryReply(id ID, fields [][]byte, arena []byte) (Reply, []byte) {
 // parseTimeout is getTimeoutFromObjectOrReply in milliseconds; it returns
 // the absolute deadline (0 = block forever).
 func parseTimeout(b []byte, now int64) (int64, *Error) {
-	v, ok := lpStringToInt64(b)
+	v, ok := ParseInt(b)
 	if !ok {
 		return 0, errTimeoutInt
 	}
@@ -184,31 +190,31 @@ func xreadSyntax(now int64, argv [][]byte) (xreadArgs, *Error) {
 		more := len(argv) - i - 1
 		o := argv[i]
 		switch {
-		case eqFold(o, "BLOCK") && more > 0:
+		case EqFold(o, "BLOCK") && more > 0:
 			i++
 			t, err := parseTimeout(argv[i], now)
 			if err != nil {
 				return a, err
 			}
 			a.block = t
-		case eqFold(o, "COUNT") && more > 0:
+		case EqFold(o, "COUNT") && more > 0:
 			i++
-			v, err := parseInt(argv[i])
+			v, err := intArg(argv[i], "")
 			if err != nil {
 				return a, err
 			}
 			a.count = max(v, 0)
-		case eqFold(o, "STREAMS") && more > 0:
+		case EqFold(o, "STREAMS") && more > 0:
 			streamsArg = i + 1
 			if (len(argv)-streamsArg)%2 != 0 {
 				return a, errUnbalanced
 			}
 			i = len(argv)
-		case eqFold(o, "GROUP") && more >= 2:
+		case EqFold(o, "GROUP") && more >= 2:
 			return a, errXReadGroup
-		case eqFold(o, "NOACK"):
+		case EqFold(o, "NOACK"):
 			return a, errXReadNoAck
-		case eqFold(o, "CLAIM") && more > 0: // Redis 8.4 (xreadgroup_claim.go)
+		case EqFold(o, "CLAIM") && more > 0: // Redis 8.4 (xreadgroup_claim.go)
 			return a, errXReadClaim
 		default:
 			return a, ErrSyntax
