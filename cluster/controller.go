@@ -13,8 +13,6 @@ import (
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-
-	"github.com/raftstream/raftstream/fsm"
 )
 
 // The controller is a small Raft group (the "controller" group on the bus)
@@ -127,10 +125,11 @@ func (n *Node) openController(members *Membership) (*controller, error) {
 		return nil, err
 	}
 	log := n.log.With("group", ControllerGroup)
+	raftLog := newHCLogger(log, slog.LevelWarn)
 	layer := announcedLayer{StreamLayer: n.mux.Layer(ControllerGroup), addr: strAddr(n.self.RESPAddr()), book: n.book}
 	tr := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		ServerAddressProvider: n.book,
-		Logger:                shutdownQuiet{fsm.NewHCLogger(log, slog.LevelWarn).Named("transport")},
+		Logger:                shutdownQuiet{raftLog.Named("transport")},
 		Stream:                layer,
 		MaxPool:               2,
 		Timeout:               10 * time.Second,
@@ -140,7 +139,7 @@ func (n *Node) openController(members *Membership) (*controller, error) {
 		tr.Close()
 		return nil, err
 	}
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, fsm.NewHCLogger(log, slog.LevelWarn))
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, raftLog)
 	if err != nil {
 		tr.Close()
 		store.Close()
@@ -148,7 +147,7 @@ func (n *Node) openController(members *Membership) (*controller, error) {
 	}
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(n.id)
-	rc.Logger = fsm.NewHCLogger(log, slog.LevelWarn).Named("raft")
+	rc.Logger = raftLog.Named("raft")
 	rc.SnapshotThreshold = 64
 	rc.TrailingLogs = 64
 	if n.cfg.HeartbeatTimeout > 0 {

@@ -337,11 +337,12 @@ func (n *Node) publishShards(shards []*localShard) {
 
 func (n *Node) openShard(i int) (*localShard, error) {
 	layer := announcedLayer{StreamLayer: n.mux.Layer(ShardGroup(i)), addr: strAddr(n.self.RESPAddr()), book: n.book}
-	// fsm.NewShard adds the "shard" attribute to fc.Logger itself; only the
-	// transport's logger, made here, needs it added.
+	// fsm.Open adds the "shard" attribute to fc.Logger itself; the hclog
+	// logger of the shard's raft and transport, made here, needs it added.
+	raftLog := newHCLogger(n.log.With("shard", i), slog.LevelWarn)
 	tr := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		ServerAddressProvider: n.book,
-		Logger:                shutdownQuiet{fsm.NewHCLogger(n.log.With("shard", i), slog.LevelWarn).Named("transport")},
+		Logger:                shutdownQuiet{raftLog.Named("transport")},
 		Stream:                layer,
 		MaxPool:               3,
 		Timeout:               10 * time.Second,
@@ -352,7 +353,7 @@ func (n *Node) openShard(i int) (*localShard, error) {
 	fc.LocalID = raft.ServerID(n.id)
 	fc.Transport = announcingTransport{tr}
 	fc.Logger = n.log
-	fc.RaftLogLevel = slog.LevelWarn
+	fc.RaftLogger = raftLog
 	fc.Engine = n.cfg.Engine
 	fc.Notify = n.dispatchNotify
 	fc.TrailingLogs = n.cfg.TrailingLogs

@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
 	"github.com/raftstream/raftstream/engine"
@@ -26,12 +27,14 @@ type Config struct {
 	// Transport carries this group's Raft RPCs. The caller owns it: Close
 	// does not close it.
 	Transport raft.Transport
-	// Logger receives this shard's logs, including hashicorp/raft's
-	// (routed at RaftLogLevel). nil means slog.Default().
+	// Logger receives this shard's own logs (with a "shard" attribute
+	// added). nil means slog.Default().
 	Logger *slog.Logger
-	// RaftLogLevel is the minimum level of hashicorp/raft messages passed to
-	// Logger. Default INFO; raft is very chatty at DEBUG.
-	RaftLogLevel slog.Level
+	// RaftLogger receives hashicorp/raft's logs for this shard: its Raft
+	// instance ("raft"), snapshot store ("snapshot") and raft-wal log store
+	// ("wal"), each Named beneath it. The caller chooses its destination and
+	// level (raft is very chatty at DEBUG). nil discards them.
+	RaftLogger hclog.Logger
 	// Engine is the initial engine configuration of an empty shard. After
 	// that the configuration is replicated state (CONFIG SET through the log,
 	// snapshots).
@@ -133,7 +136,6 @@ type Config struct {
 // DefaultConfig returns defaults tuned for batched entries on a LAN.
 func DefaultConfig() Config {
 	return Config{
-		RaftLogLevel:       slog.LevelInfo,
 		Engine:             engine.DefaultConfig(),
 		MaxBatchCommands:   1024,
 		MaxBatchBytes:      1 << 20,
@@ -193,11 +195,11 @@ func (c *Config) Validate() error {
 	case c.Engine.NodeMaxEntries < 0:
 		return fmt.Errorf("fsm: Engine.NodeMaxEntries %d < 0", c.Engine.NodeMaxEntries)
 	}
-	return raft.ValidateConfig(c.raftConfig(nil))
+	return raft.ValidateConfig(c.raftConfig())
 }
 
 // raftConfig translates c into hashicorp/raft's configuration.
-func (c *Config) raftConfig(logger *slog.Logger) *raft.Config {
+func (c *Config) raftConfig() *raft.Config {
 	rc := raft.DefaultConfig()
 	rc.LocalID = c.LocalID
 	rc.HeartbeatTimeout = c.HeartbeatTimeout
@@ -213,8 +215,8 @@ func (c *Config) raftConfig(logger *slog.Logger) *raft.Config {
 	// still coalesces entries that are ready together into one disk write.
 	rc.BatchApplyCh = false
 	rc.LogLevel = "INFO"
-	if logger != nil {
-		rc.Logger = NewHCLogger(logger, c.RaftLogLevel).Named("raft")
+	if c.RaftLogger != nil {
+		rc.Logger = c.RaftLogger.Named("raft")
 	}
 	return rc
 }

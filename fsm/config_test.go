@@ -1,12 +1,12 @@
 package fsm
 
 import (
-	"context"
-	"log/slog"
+	"bytes"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 )
 
@@ -40,35 +40,38 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 	}
 }
 
-// levelRecorder records the levels of log records.
-type levelRecorder struct {
-	mu     sync.Mutex
-	levels map[slog.Level]int
-}
-
-func (h *levelRecorder) Enabled(context.Context, slog.Level) bool { return true }
-func (h *levelRecorder) Handle(_ context.Context, r slog.Record) error {
-	h.mu.Lock()
-	h.levels[r.Level]++
-	h.mu.Unlock()
-	return nil
-}
-func (h *levelRecorder) WithAttrs([]slog.Attr) slog.Handler { return h }
-func (h *levelRecorder) WithGroup(string) slog.Handler      { return h }
-
-// TestRaftLogsThroughSlogWithoutDebug: raft's own messages reach the
-// injected logger, at INFO and above by default.
-func TestRaftLogsThroughSlogWithoutDebug(t *testing.T) {
-	rec := &levelRecorder{levels: map[slog.Level]int{}}
-	s := singleVoter(t, func(c *Config) { c.Logger = slog.New(rec) })
+// TestRaftLogsReachRaftLogger: raft's own messages, and its snapshot
+// store's, go to Config.RaftLogger under their names, not to Logger.
+func TestRaftLogsReachRaftLogger(t *testing.T) {
+	var buf syncBuffer
+	s := singleVoter(t, func(c *Config) {
+		c.RaftLogger = hclog.New(&hclog.LoggerOptions{Output: &buf, Level: hclog.Info})
+	})
 	apply(t, s.Shard, incr)
+	if err := s.TakeSnapshot(); err != nil {
+		t.Fatal(err)
+	}
 	s.close(t)
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	if rec.levels[slog.LevelInfo] == 0 {
-		t.Fatalf("no INFO records from raft: %v", rec.levels)
+	out := buf.String()
+	if !strings.Contains(out, " raft: ") || !strings.Contains(out, " snapshot: ") {
+		t.Fatalf("no raft or snapshot-store records in Config.RaftLogger:\n%s", out)
 	}
-	if rec.levels[slog.LevelDebug] != 0 {
-		t.Fatalf("DEBUG records with the default level: %v", rec.levels)
-	}
+}
+
+// syncBuffer is a bytes.Buffer safe for raft's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *syncBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *syncBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
 }

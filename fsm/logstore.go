@@ -4,13 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"syscall"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	wal "github.com/hashicorp/raft-wal"
@@ -211,7 +211,7 @@ type raftStore interface {
 // openRaftStore opens the log and stable store of kind in dir. A directory
 // that already holds the other kind's files is refused: switching kinds
 // would silently start from an empty log and vote.
-func openRaftStore(kind, dir string, noSync bool, nl *nodelog.Log, log *slog.Logger, level slog.Level) (raftStore, error) {
+func openRaftStore(kind, dir string, noSync bool, nl *nodelog.Log, raftLog hclog.Logger) (raftStore, error) {
 	boltPath := filepath.Join(dir, "raft.db")
 	walDir := filepath.Join(dir, "wal")
 	has := ""
@@ -263,7 +263,7 @@ func openRaftStore(kind, dir string, noSync bool, nl *nodelog.Log, log *slog.Log
 		w, err := wal.Open(walDir,
 			wal.WithMetaStore(meta),
 			wal.WithSegmentSize(walSegmentSize),
-			wal.WithLogger(NewHCLogger(log, level).Named("wal")))
+			wal.WithLogger(raftLog.Named("wal")))
 		if err != nil {
 			meta.Close()
 			return nil, err

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
 	"github.com/raftstream/raftstream/fsm/nodelog"
@@ -71,11 +72,14 @@ func Open(cfg Config) (*Shard, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("fsm: shard %d: %w", cfg.ShardID, err)
 	}
-	store, err := openRaftStore(cfg.LogStore, cfg.Dir, cfg.NoSync, cfg.NodeLog, log, cfg.RaftLogLevel)
+	if cfg.RaftLogger == nil {
+		cfg.RaftLogger = hclog.NewNullLogger()
+	}
+	store, err := openRaftStore(cfg.LogStore, cfg.Dir, cfg.NoSync, cfg.NodeLog, cfg.RaftLogger)
 	if err != nil {
 		return nil, fmt.Errorf("fsm: shard %d: open log store: %w", cfg.ShardID, err)
 	}
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.Dir, cfg.SnapshotRetain, NewHCLogger(log, cfg.RaftLogLevel).Named("snapshot"))
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.Dir, cfg.SnapshotRetain, cfg.RaftLogger.Named("snapshot"))
 	if err != nil {
 		store.Close()
 		return nil, fmt.Errorf("fsm: shard %d: open snapshot store: %w", cfg.ShardID, err)
@@ -83,7 +87,7 @@ func Open(cfg Config) (*Shard, error) {
 	cache := newLogCache(store, cfg.LogCacheEntries, cfg.LogCacheBytes)
 	logs := &storeSignal{logCache: cache, beginCh: make(chan struct{}, 1), endCh: make(chan struct{}, 1)}
 	m := newMachine(cfg.ShardID, cfg.Engine, cfg.Notify, log)
-	r, err := raft.NewRaft(cfg.raftConfig(log), m, logs, store, snaps, cfg.Transport)
+	r, err := raft.NewRaft(cfg.raftConfig(), m, logs, store, snaps, cfg.Transport)
 	if err != nil {
 		store.Close()
 		return nil, fmt.Errorf("fsm: shard %d: start raft: %w", cfg.ShardID, err)
