@@ -360,6 +360,8 @@ func (n *Node) openShard(i int) (*localShard, error) {
 	fc.StuckTransferAfter = n.cfg.StuckTransferAfter
 	fc.Now = n.cfg.Now
 	fc.InjectBug = n.cfg.InjectBug
+	fc.LogStore = n.cfg.LogStore
+	fc.LogStoreFaultFile = n.cfg.LogStoreFaultFile
 	if n.cfg.HeartbeatTimeout > 0 {
 		fc.HeartbeatTimeout = n.cfg.HeartbeatTimeout
 	}
@@ -387,24 +389,13 @@ func (n *Node) openShard(i int) (*localShard, error) {
 	return &localShard{s: s, tr: tr}, nil
 }
 
-// NodeLogSegmentEnv, when set to a byte count, sets the node log's segment
-// size (default nodelog.DefaultSegmentBytes). For fault-injection runs that
-// want segment rotation, relocation and deletion to happen within minutes.
-const NodeLogSegmentEnv = "RAFTSTREAM_NODE_LOG_SEGMENT_BYTES"
-
 // nodeLog opens the node's shared Raft log on first use.
 func (n *Node) nodeLog() (*nodelog.Log, error) {
 	n.nlMu.Lock()
 	defer n.nlMu.Unlock()
 	if n.nl == nil {
-		opts := nodelog.Options{Dir: filepath.Join(n.dir, "nodelog"), Logger: n.log.With("component", "nodelog")}
-		if v := os.Getenv(NodeLogSegmentEnv); v != "" {
-			b, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || b <= 0 {
-				return nil, fmt.Errorf("cluster: %s=%q is not a positive byte count", NodeLogSegmentEnv, v)
-			}
-			opts.SegmentBytes = b
-		}
+		opts := nodelog.Options{Dir: filepath.Join(n.dir, "nodelog"), Logger: n.log.With("component", "nodelog"),
+			SegmentBytes: n.cfg.NodeLogSegmentBytes}
 		nl, err := nodelog.Open(opts)
 		if err != nil {
 			return nil, fmt.Errorf("cluster: open the node log: %w", err)

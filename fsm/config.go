@@ -3,7 +3,6 @@ package fsm
 import (
 	"fmt"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -124,10 +123,18 @@ type Config struct {
 	// holds the current term and vote.
 	NoSync bool
 	// LogStore selects the Raft log store: LogStoreNode, LogStoreBolt or
-	// LogStoreWAL. "" keeps the kind a shard directory already has and gives
-	// a new one DefaultLogStore (LogStoreBolt when NodeLog is nil). A
-	// directory keeps the kind it was created with; naming another fails.
+	// LogStoreWAL. "" (the default) keeps the kind a shard directory already
+	// has and gives a new one DefaultLogStore (LogStoreBolt when NodeLog is
+	// nil). A directory keeps the kind it was created with; naming another
+	// fails.
 	LogStore string
+	// LogStoreFaultFile is for the fsync-error test ONLY (raftstream's
+	// RAFTSTREAM_DEBUG_LOG_STORE_FAULT_FILE): while a file exists at this
+	// path, every Raft log write of the shard fails with an fsync error
+	// (EIO). The write reaches the store first and only its result is
+	// replaced, so the entry may or may not be on disk: what a failed fsync
+	// leaves. Production leaves it "".
+	LogStoreFaultFile string
 	// NodeLog is the node's shared log (fsm/nodelog), required by
 	// LogStoreNode. The caller owns it: close it after the shards.
 	NodeLog *nodelog.Log
@@ -155,7 +162,6 @@ func DefaultConfig() Config {
 		SnapshotRetain:     2,
 		LogCacheEntries:    256,
 		LogCacheBytes:      4 << 20,
-		LogStore:           os.Getenv(LogStoreEnv),
 	}
 }
 
@@ -194,6 +200,11 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("fsm: Engine.NodeMaxBytes %d < 0", c.Engine.NodeMaxBytes)
 	case c.Engine.NodeMaxEntries < 0:
 		return fmt.Errorf("fsm: Engine.NodeMaxEntries %d < 0", c.Engine.NodeMaxEntries)
+	}
+	if c.LogStore != "" {
+		if err := checkLogStore(c.LogStore); err != nil {
+			return fmt.Errorf("fsm: LogStore: %w", err)
+		}
 	}
 	return raft.ValidateConfig(c.raftConfig())
 }

@@ -30,6 +30,7 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 		"LogCacheEntries":  func(c *Config) { c.LogCacheEntries = 0 },
 		"LogCacheBytes":    func(c *Config) { c.LogCacheBytes = 0 },
 		"ElectionTimeout":  func(c *Config) { c.ElectionTimeout = c.HeartbeatTimeout / 2 },
+		"LogStore":         func(c *Config) { c.LogStore = "tape" },
 	} {
 		c := good
 		mod(&c)

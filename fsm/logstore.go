@@ -40,19 +40,6 @@ const (
 // Config.LogStore is "" and a node log is given.
 const DefaultLogStore = LogStoreNode
 
-// LogStoreEnv names the environment variable DefaultConfig reads for
-// Config.LogStore, so the store can be chosen for a whole node without new
-// plumbing (an experiment switch: raftstream has no flag for it yet).
-const LogStoreEnv = "RAFTSTREAM_RAFT_LOG_STORE"
-
-// LogStoreFaultEnv names a TEST-ONLY environment variable (fault injection
-// for the fsync-error test): set to a path, it makes every Raft log write of
-// every shard of the process fail with an fsync error while a file exists at
-// that path. The write reaches the store first and only its result is
-// replaced, so the entry may or may not be on disk: what a failed fsync
-// leaves. Never set in production.
-const LogStoreFaultEnv = "RAFTSTREAM_DEBUG_LOG_STORE_FAULT_FILE"
-
 // ErrStorageFault is wrapped by the errors of a replica whose Raft log store
 // failed (StorageFaultError).
 var ErrStorageFault = errors.New("raft log store failed")
@@ -83,7 +70,7 @@ func (e *StorageFaultError) Unwrap() []error { return []error{ErrStorageFault, e
 type faultStore struct {
 	raftStore
 	dir       string
-	faultFile string      // LogStoreFaultEnv, "" = no injection
+	faultFile string      // Config.LogStoreFaultFile, "" = no injection
 	injectNow atomic.Bool // tests in this package: fail writes from now on
 	fault     atomic.Pointer[error]
 	mu        sync.Mutex
@@ -92,7 +79,7 @@ type faultStore struct {
 }
 
 func newFaultStore(st raftStore, dir string) *faultStore {
-	return &faultStore{raftStore: st, dir: dir, faultFile: os.Getenv(LogStoreFaultEnv)}
+	return &faultStore{raftStore: st, dir: dir}
 }
 
 // injected reports whether a test injects a fault now.
@@ -270,8 +257,17 @@ func openRaftStore(kind, dir string, noSync bool, nl *nodelog.Log, raftLog hclog
 		}
 		return newFaultStore(&walStore{WAL: w, meta: meta}, walDir), nil
 	default:
-		return nil, fmt.Errorf("unknown log store %q (want %q, %q or %q)", kind, LogStoreNode, LogStoreBolt, LogStoreWAL)
+		return nil, checkLogStore(kind)
 	}
+}
+
+// checkLogStore reports whether kind names a log store.
+func checkLogStore(kind string) error {
+	switch kind {
+	case LogStoreNode, LogStoreBolt, LogStoreWAL:
+		return nil
+	}
+	return fmt.Errorf("unknown log store %q (want %q, %q or %q)", kind, LogStoreNode, LogStoreBolt, LogStoreWAL)
 }
 
 // walStore closes the WAL's meta database too: raft-wal v0.4.0's Close

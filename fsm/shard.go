@@ -79,6 +79,9 @@ func Open(cfg Config) (*Shard, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fsm: shard %d: open log store: %w", cfg.ShardID, err)
 	}
+	if fs, ok := store.(*faultStore); ok {
+		fs.faultFile = cfg.LogStoreFaultFile // before raft writes through it
+	}
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.Dir, cfg.SnapshotRetain, cfg.RaftLogger.Named("snapshot"))
 	if err != nil {
 		store.Close()
