@@ -201,6 +201,9 @@ func (c *Config) Validate() error {
 	case c.Engine.NodeMaxEntries < 0:
 		return fmt.Errorf("fsm: Engine.NodeMaxEntries %d < 0", c.Engine.NodeMaxEntries)
 	}
+	if err := ValidDebugBug(c.InjectBug); err != nil {
+		return fmt.Errorf("fsm: InjectBug: %w", err)
+	}
 	if c.LogStore != "" {
 		if err := checkLogStore(c.LogStore); err != nil {
 			return fmt.Errorf("fsm: LogStore: %w", err)

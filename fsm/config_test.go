@@ -31,6 +31,7 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 		"LogCacheBytes":    func(c *Config) { c.LogCacheBytes = 0 },
 		"ElectionTimeout":  func(c *Config) { c.ElectionTimeout = c.HeartbeatTimeout / 2 },
 		"LogStore":         func(c *Config) { c.LogStore = "tape" },
+		"InjectBug":        func(c *Config) { c.InjectBug = "lose-everything" },
 	} {
 		c := good
 		mod(&c)

@@ -47,6 +47,8 @@ type Shard struct {
 	closeErr  error
 
 	stats shardStats // counters for Stats (stats.go)
+	// debug is Config.InjectBug resolved (debug.go); zero in production.
+	debug debugHooks
 
 	// transferBusySince is when raft's leadership transfer flag was first
 	// reported up with nothing seen to clear it since (unix ns; 0: not
@@ -102,6 +104,7 @@ func Open(cfg Config) (*Shard, error) {
 		shutdownCh: make(chan struct{}),
 		loopDone:   make(chan struct{}),
 		raftDown:   make(chan struct{}),
+		debug:      newDebugHooks(cfg.InjectBug),
 	}
 	if fs, ok := store.(*faultStore); ok {
 		fs.notify(s.storageFailed)
