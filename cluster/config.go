@@ -261,6 +261,20 @@ func (c *Config) Validate() error {
 	return nil
 }
 
+// raftTimeouts overrides the Raft timeouts of one group's configuration
+// with those set in c (zero keeps the group's own default).
+func (c *Config) raftTimeouts(heartbeat, election, lease *time.Duration) {
+	if c.HeartbeatTimeout > 0 {
+		*heartbeat = c.HeartbeatTimeout
+	}
+	if c.ElectionTimeout > 0 {
+		*election = c.ElectionTimeout
+	}
+	if c.LeaderLeaseTimeout > 0 {
+		*lease = c.LeaderLeaseTimeout
+	}
+}
+
 // clustered reports whether this configuration forms a multi-node cluster.
 func (c *Config) clustered() bool { return c.BootstrapExpect > 1 || len(c.Join) > 0 }
 

@@ -150,15 +150,7 @@ func (n *Node) openController(members *Membership) (*controller, error) {
 	rc.Logger = raftLog.Named("raft")
 	rc.SnapshotThreshold = 64
 	rc.TrailingLogs = 64
-	if n.cfg.HeartbeatTimeout > 0 {
-		rc.HeartbeatTimeout = n.cfg.HeartbeatTimeout
-	}
-	if n.cfg.ElectionTimeout > 0 {
-		rc.ElectionTimeout = n.cfg.ElectionTimeout
-	}
-	if n.cfg.LeaderLeaseTimeout > 0 {
-		rc.LeaderLeaseTimeout = n.cfg.LeaderLeaseTimeout
-	}
+	n.cfg.raftTimeouts(&rc.HeartbeatTimeout, &rc.ElectionTimeout, &rc.LeaderLeaseTimeout)
 	f := &topoFSM{changed: make(chan struct{}, 1)}
 	r, err := raft.NewRaft(rc, f, store, store, snaps, announcingTransport{tr})
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -60,21 +61,16 @@ func (m *Membership) clone() *Membership {
 	return &c
 }
 
+// byID orders members by ID, the order Membership.Nodes is kept in.
+func byID(a, b Member) int { return strings.Compare(a.ID, b.ID) }
+
 // place builds the Membership of nodes (any order) with nShards shards, rf
 // replicas each (capped at len(nodes)), placed round-robin: shard i's
 // replicas are nodes[(i+k) % n] for k < rf, so preferred leaders rotate and
 // with 3 nodes and 16 shards every node prefers 5 or 6 shards.
 func place(nodes []Member, nShards, rf int) *Membership {
 	ns := slices.Clone(nodes)
-	slices.SortFunc(ns, func(a, b Member) int {
-		switch {
-		case a.ID < b.ID:
-			return -1
-		case a.ID > b.ID:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(ns, byID)
 	rf = min(rf, len(ns))
 	m := &Membership{Nodes: ns, Shards: make([][]string, nShards), Epoch: 1}
 	for i := range m.Shards {

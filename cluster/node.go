@@ -362,15 +362,7 @@ func (n *Node) openShard(i int) (*localShard, error) {
 	fc.InjectBug = n.cfg.InjectBug
 	fc.LogStore = n.cfg.LogStore
 	fc.LogStoreFaultFile = n.cfg.LogStoreFaultFile
-	if n.cfg.HeartbeatTimeout > 0 {
-		fc.HeartbeatTimeout = n.cfg.HeartbeatTimeout
-	}
-	if n.cfg.ElectionTimeout > 0 {
-		fc.ElectionTimeout = n.cfg.ElectionTimeout
-	}
-	if n.cfg.LeaderLeaseTimeout > 0 {
-		fc.LeaderLeaseTimeout = n.cfg.LeaderLeaseTimeout
-	}
+	n.cfg.raftTimeouts(&fc.HeartbeatTimeout, &fc.ElectionTimeout, &fc.LeaderLeaseTimeout)
 	if err := os.MkdirAll(fc.Dir, 0o755); err != nil {
 		tr.Close()
 		return nil, err
