@@ -36,36 +36,35 @@ func cmdXLen(e *Engine, now int64, argv [][]byte) Reply {
 	return Integer(s.Length)
 }
 
-// parseIntervalStart and parseIntervalEnd are streamParseIntervalIDOrReply
-// for a range's bounds: "(" makes the bound exclusive (and the ID strict).
-func parseIntervalStart(b []byte) (ID, *Error) {
-	if len(b) > 1 && b[0] == '(' {
-		id, err := parseStrictID(b[1:], 0)
-		if err != nil {
-			return ID{}, err
-		}
-		next, ok := id.Incr()
-		if !ok {
-			return ID{}, errInvalidStart
-		}
-		return next, nil
-	}
-	return parseIDArg(b, 0)
-}
+// parseIntervalStart and parseIntervalEnd parse a range's bounds.
+func parseIntervalStart(b []byte) (ID, *Error) { return parseIntervalID(b, false) }
+func parseIntervalEnd(b []byte) (ID, *Error)   { return parseIntervalID(b, true) }
 
-func parseIntervalEnd(b []byte) (ID, *Error) {
-	if len(b) > 1 && b[0] == '(' {
-		id, err := parseStrictID(b[1:], ^uint64(0))
-		if err != nil {
-			return ID{}, err
-		}
-		prev, ok := id.Decr()
-		if !ok {
-			return ID{}, errInvalidEnd
-		}
-		return prev, nil
+// parseIntervalID is streamParseIntervalIDOrReply: "(" makes the bound
+// exclusive (and the ID strict); a missing sequence number is the start's
+// 0 or the end's maximum.
+func parseIntervalID(b []byte, end bool) (ID, *Error) {
+	missingSeq := uint64(0)
+	if end {
+		missingSeq = ^uint64(0)
 	}
-	return parseIDArg(b, ^uint64(0))
+	if len(b) < 2 || b[0] != '(' {
+		return parseIDArg(b, missingSeq)
+	}
+	id, err := parseStrictID(b[1:], missingSeq)
+	if err != nil {
+		return ID{}, err
+	}
+	if end {
+		if id, ok := id.Decr(); ok {
+			return id, nil
+		}
+		return ID{}, errInvalidEnd
+	}
+	if id, ok := id.Incr(); ok {
+		return id, nil
+	}
+	return ID{}, errInvalidStart
 }
 
 func xrangeGeneric(e *Engine, argv [][]byte, rev bool) Reply {
