@@ -45,35 +45,20 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 // TestRaftLogsReachRaftLogger: raft's own messages, and its snapshot
 // store's, go to Config.RaftLogger under their names, not to Logger.
 func TestRaftLogsReachRaftLogger(t *testing.T) {
-	var buf syncBuffer
+	var mu sync.Mutex // hclog writes each record under it
+	var buf bytes.Buffer
 	s := singleVoter(t, func(c *Config) {
-		c.RaftLogger = hclog.New(&hclog.LoggerOptions{Output: &buf, Level: hclog.Info})
+		c.RaftLogger = hclog.New(&hclog.LoggerOptions{Output: &buf, Mutex: &mu, Level: hclog.Info})
 	})
 	apply(t, s.Shard, incr)
 	if err := s.TakeSnapshot(); err != nil {
 		t.Fatal(err)
 	}
 	s.close(t)
+	mu.Lock()
 	out := buf.String()
+	mu.Unlock()
 	if !strings.Contains(out, " raft: ") || !strings.Contains(out, " snapshot: ") {
 		t.Fatalf("no raft or snapshot-store records in Config.RaftLogger:\n%s", out)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for raft's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *syncBuffer) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *syncBuffer) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
 }
