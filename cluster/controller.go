@@ -126,14 +126,7 @@ func (n *Node) openController(members *Membership) (*controller, error) {
 	}
 	log := n.log.With("group", ControllerGroup)
 	raftLog := newHCLogger(log, slog.LevelWarn)
-	layer := announcedLayer{StreamLayer: n.mux.Layer(ControllerGroup), addr: strAddr(n.self.RESPAddr()), book: n.book}
-	tr := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		ServerAddressProvider: n.book,
-		Logger:                shutdownQuiet{raftLog.Named("transport")},
-		Stream:                layer,
-		MaxPool:               2,
-		Timeout:               10 * time.Second,
-	})
+	tr := n.groupTransport(ControllerGroup, raftLog, 2)
 	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db")})
 	if err != nil {
 		tr.Close()

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 )
 
@@ -176,6 +177,21 @@ func (b *addrBook) ServerAddr(id raft.ServerID) (raft.ServerAddress, error) {
 		return "", fmt.Errorf("cluster: no bus address for node %s", id)
 	}
 	return raft.ServerAddress(a), nil
+}
+
+// groupTransport opens the Raft transport of one group hosted here: its
+// connections ride the bus under the group's name, peers' bus addresses come
+// from the address book, and raft records this node by its RESP address
+// (announcedLayer). Hand raft announcingTransport{tr}; close tr.
+func (n *Node) groupTransport(group string, raftLog hclog.Logger, maxPool int) *raft.NetworkTransport {
+	layer := announcedLayer{StreamLayer: n.mux.Layer(group), addr: strAddr(n.self.RESPAddr()), book: n.book}
+	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		ServerAddressProvider: n.book,
+		Logger:                shutdownQuiet{raftLog.Named("transport")},
+		Stream:                layer,
+		MaxPool:               maxPool,
+		Timeout:               10 * time.Second,
+	})
 }
 
 // announcedLayer is a group's stream layer whose Addr is the node's RESP

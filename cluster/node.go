@@ -336,17 +336,10 @@ func (n *Node) publishShards(shards []*localShard) {
 }
 
 func (n *Node) openShard(i int) (*localShard, error) {
-	layer := announcedLayer{StreamLayer: n.mux.Layer(ShardGroup(i)), addr: strAddr(n.self.RESPAddr()), book: n.book}
 	// fsm.Open adds the "shard" attribute to fc.Logger itself; the hclog
 	// logger of the shard's raft and transport, made here, needs it added.
 	raftLog := newHCLogger(n.log.With("shard", i), slog.LevelWarn)
-	tr := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		ServerAddressProvider: n.book,
-		Logger:                shutdownQuiet{raftLog.Named("transport")},
-		Stream:                layer,
-		MaxPool:               3,
-		Timeout:               10 * time.Second,
-	})
+	tr := n.groupTransport(ShardGroup(i), raftLog, 3)
 	fc := fsm.DefaultConfig()
 	fc.ShardID = i
 	fc.Dir = filepath.Join(n.dir, "shards", strconv.Itoa(i))
