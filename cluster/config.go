@@ -90,6 +90,17 @@ type Config struct {
 	// how long a shard's leadership transfer may look stuck in raft before
 	// the replica is restarted (tests).
 	StuckTransferAfter time.Duration
+	// LogStore is fsm.Config.LogStore for every shard replica opened here:
+	// "" keeps the kind a shard directory has and gives new ones the node
+	// log (fsm.DefaultLogStore); fsm.LogStoreBolt or fsm.LogStoreWAL give
+	// new ones a store of their own.
+	LogStore string
+	// NodeLogSegmentBytes is the size of the node log's segment files
+	// (nodelog.Options.SegmentBytes); 0 means nodelog.DefaultSegmentBytes.
+	// Small segments make rotation, carrying quiet shards forward and
+	// deletion happen within minutes (fault-injection runs).
+	NodeLogSegmentBytes int64
+
 	// TrailingLogs is the number of log entries kept after a snapshot so a
 	// slightly lagging follower catches up from the log. Default 1024
 	// (entries are batches, so raft's 10240 is far too many).
@@ -129,9 +140,12 @@ type Config struct {
 	// time.Now. InjectBug is fsm.Config.InjectBug. DebugDialMap rewrites
 	// the bus address this node dials (key) to another (value), so each
 	// directed node-to-node link can go through its own fault proxy.
-	Now          func() time.Time
-	InjectBug    string
-	DebugDialMap map[string]string
+	// LogStoreFaultFile is fsm.Config.LogStoreFaultFile (the fsync-error
+	// test).
+	Now               func() time.Time
+	InjectBug         string
+	DebugDialMap      map[string]string
+	LogStoreFaultFile string
 	// BusTLS, when set, makes the cluster bus mutual TLS (cluster/tls.go).
 	BusTLS *BusTLS
 }
@@ -217,6 +231,9 @@ func (c *Config) Validate() error {
 	if c.SnapshotThreshold == 0 {
 		c.SnapshotThreshold = 8192
 	}
+	if c.NodeLogSegmentBytes < 0 {
+		return fmt.Errorf("cluster: NodeLogSegmentBytes %d < 0", c.NodeLogSegmentBytes)
+	}
 	if c.TrailingLogs == 0 {
 		c.TrailingLogs = 1024
 	}
@@ -242,6 +259,20 @@ func (c *Config) Validate() error {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return nil
+}
+
+// raftTimeouts overrides the Raft timeouts of one group's configuration
+// with those set in c (zero keeps the group's own default).
+func (c *Config) raftTimeouts(heartbeat, election, lease *time.Duration) {
+	if c.HeartbeatTimeout > 0 {
+		*heartbeat = c.HeartbeatTimeout
+	}
+	if c.ElectionTimeout > 0 {
+		*election = c.ElectionTimeout
+	}
+	if c.LeaderLeaseTimeout > 0 {
+		*lease = c.LeaderLeaseTimeout
+	}
 }
 
 // clustered reports whether this configuration forms a multi-node cluster.

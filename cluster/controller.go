@@ -13,8 +13,6 @@ import (
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-
-	"github.com/raftstream/raftstream/fsm"
 )
 
 // The controller is a small Raft group (the "controller" group on the bus)
@@ -127,20 +125,14 @@ func (n *Node) openController(members *Membership) (*controller, error) {
 		return nil, err
 	}
 	log := n.log.With("group", ControllerGroup)
-	layer := announcedLayer{StreamLayer: n.mux.Layer(ControllerGroup), addr: strAddr(n.self.RESPAddr()), book: n.book}
-	tr := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		ServerAddressProvider: n.book,
-		Logger:                shutdownQuiet{fsm.NewHCLogger(log, slog.LevelWarn).Named("transport")},
-		Stream:                layer,
-		MaxPool:               2,
-		Timeout:               10 * time.Second,
-	})
+	raftLog := newHCLogger(log, slog.LevelWarn)
+	tr := n.groupTransport(ControllerGroup, raftLog, 2)
 	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db")})
 	if err != nil {
 		tr.Close()
 		return nil, err
 	}
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, fsm.NewHCLogger(log, slog.LevelWarn))
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, raftLog)
 	if err != nil {
 		tr.Close()
 		store.Close()
@@ -148,18 +140,10 @@ func (n *Node) openController(members *Membership) (*controller, error) {
 	}
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(n.id)
-	rc.Logger = fsm.NewHCLogger(log, slog.LevelWarn).Named("raft")
+	rc.Logger = raftLog.Named("raft")
 	rc.SnapshotThreshold = 64
 	rc.TrailingLogs = 64
-	if n.cfg.HeartbeatTimeout > 0 {
-		rc.HeartbeatTimeout = n.cfg.HeartbeatTimeout
-	}
-	if n.cfg.ElectionTimeout > 0 {
-		rc.ElectionTimeout = n.cfg.ElectionTimeout
-	}
-	if n.cfg.LeaderLeaseTimeout > 0 {
-		rc.LeaderLeaseTimeout = n.cfg.LeaderLeaseTimeout
-	}
+	n.cfg.raftTimeouts(&rc.HeartbeatTimeout, &rc.ElectionTimeout, &rc.LeaderLeaseTimeout)
 	f := &topoFSM{changed: make(chan struct{}, 1)}
 	r, err := raft.NewRaft(rc, f, store, store, snaps, announcingTransport{tr})
 	if err != nil {

@@ -5,9 +5,11 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 )
 
@@ -60,21 +62,16 @@ func (m *Membership) clone() *Membership {
 	return &c
 }
 
+// byID orders members by ID, the order Membership.Nodes is kept in.
+func byID(a, b Member) int { return strings.Compare(a.ID, b.ID) }
+
 // place builds the Membership of nodes (any order) with nShards shards, rf
 // replicas each (capped at len(nodes)), placed round-robin: shard i's
 // replicas are nodes[(i+k) % n] for k < rf, so preferred leaders rotate and
 // with 3 nodes and 16 shards every node prefers 5 or 6 shards.
 func place(nodes []Member, nShards, rf int) *Membership {
 	ns := slices.Clone(nodes)
-	slices.SortFunc(ns, func(a, b Member) int {
-		switch {
-		case a.ID < b.ID:
-			return -1
-		case a.ID > b.ID:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(ns, byID)
 	rf = min(rf, len(ns))
 	m := &Membership{Nodes: ns, Shards: make([][]string, nShards), Epoch: 1}
 	for i := range m.Shards {
@@ -180,6 +177,21 @@ func (b *addrBook) ServerAddr(id raft.ServerID) (raft.ServerAddress, error) {
 		return "", fmt.Errorf("cluster: no bus address for node %s", id)
 	}
 	return raft.ServerAddress(a), nil
+}
+
+// groupTransport opens the Raft transport of one group hosted here: its
+// connections ride the bus under the group's name, peers' bus addresses come
+// from the address book, and raft records this node by its RESP address
+// (announcedLayer). Hand raft announcingTransport{tr}; close tr.
+func (n *Node) groupTransport(group string, raftLog hclog.Logger, maxPool int) *raft.NetworkTransport {
+	layer := announcedLayer{StreamLayer: n.mux.Layer(group), addr: strAddr(n.self.RESPAddr()), book: n.book}
+	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		ServerAddressProvider: n.book,
+		Logger:                shutdownQuiet{raftLog.Named("transport")},
+		Stream:                layer,
+		MaxPool:               maxPool,
+		Timeout:               10 * time.Second,
+	})
 }
 
 // announcedLayer is a group's stream layer whose Addr is the node's RESP

@@ -336,38 +336,26 @@ func (n *Node) publishShards(shards []*localShard) {
 }
 
 func (n *Node) openShard(i int) (*localShard, error) {
-	layer := announcedLayer{StreamLayer: n.mux.Layer(ShardGroup(i)), addr: strAddr(n.self.RESPAddr()), book: n.book}
-	// fsm.NewShard adds the "shard" attribute to fc.Logger itself; only the
-	// transport's logger, made here, needs it added.
-	tr := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		ServerAddressProvider: n.book,
-		Logger:                shutdownQuiet{fsm.NewHCLogger(n.log.With("shard", i), slog.LevelWarn).Named("transport")},
-		Stream:                layer,
-		MaxPool:               3,
-		Timeout:               10 * time.Second,
-	})
+	// fsm.Open adds the "shard" attribute to fc.Logger itself; the hclog
+	// logger of the shard's raft and transport, made here, needs it added.
+	raftLog := newHCLogger(n.log.With("shard", i), slog.LevelWarn)
+	tr := n.groupTransport(ShardGroup(i), raftLog, 3)
 	fc := fsm.DefaultConfig()
 	fc.ShardID = i
 	fc.Dir = filepath.Join(n.dir, "shards", strconv.Itoa(i))
 	fc.LocalID = raft.ServerID(n.id)
 	fc.Transport = announcingTransport{tr}
 	fc.Logger = n.log
-	fc.RaftLogLevel = slog.LevelWarn
+	fc.RaftLogger = raftLog
 	fc.Engine = n.cfg.Engine
 	fc.Notify = n.dispatchNotify
 	fc.TrailingLogs = n.cfg.TrailingLogs
 	fc.StuckTransferAfter = n.cfg.StuckTransferAfter
 	fc.Now = n.cfg.Now
 	fc.InjectBug = n.cfg.InjectBug
-	if n.cfg.HeartbeatTimeout > 0 {
-		fc.HeartbeatTimeout = n.cfg.HeartbeatTimeout
-	}
-	if n.cfg.ElectionTimeout > 0 {
-		fc.ElectionTimeout = n.cfg.ElectionTimeout
-	}
-	if n.cfg.LeaderLeaseTimeout > 0 {
-		fc.LeaderLeaseTimeout = n.cfg.LeaderLeaseTimeout
-	}
+	fc.LogStore = n.cfg.LogStore
+	fc.LogStoreFaultFile = n.cfg.LogStoreFaultFile
+	n.cfg.raftTimeouts(&fc.HeartbeatTimeout, &fc.ElectionTimeout, &fc.LeaderLeaseTimeout)
 	if err := os.MkdirAll(fc.Dir, 0o755); err != nil {
 		tr.Close()
 		return nil, err
@@ -386,24 +374,13 @@ func (n *Node) openShard(i int) (*localShard, error) {
 	return &localShard{s: s, tr: tr}, nil
 }
 
-// NodeLogSegmentEnv, when set to a byte count, sets the node log's segment
-// size (default nodelog.DefaultSegmentBytes). For fault-injection runs that
-// want segment rotation, relocation and deletion to happen within minutes.
-const NodeLogSegmentEnv = "RAFTSTREAM_NODE_LOG_SEGMENT_BYTES"
-
 // nodeLog opens the node's shared Raft log on first use.
 func (n *Node) nodeLog() (*nodelog.Log, error) {
 	n.nlMu.Lock()
 	defer n.nlMu.Unlock()
 	if n.nl == nil {
-		opts := nodelog.Options{Dir: filepath.Join(n.dir, "nodelog"), Logger: n.log.With("component", "nodelog")}
-		if v := os.Getenv(NodeLogSegmentEnv); v != "" {
-			b, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || b <= 0 {
-				return nil, fmt.Errorf("cluster: %s=%q is not a positive byte count", NodeLogSegmentEnv, v)
-			}
-			opts.SegmentBytes = b
-		}
+		opts := nodelog.Options{Dir: filepath.Join(n.dir, "nodelog"), Logger: n.log.With("component", "nodelog"),
+			SegmentBytes: n.cfg.NodeLogSegmentBytes}
 		nl, err := nodelog.Open(opts)
 		if err != nil {
 			return nil, fmt.Errorf("cluster: open the node log: %w", err)

@@ -178,15 +178,7 @@ func (n *Node) ctrlJoin(mb Member) (*Membership, error) {
 			return nil
 		}
 		m.Nodes = append(m.Nodes, mb)
-		slices.SortFunc(m.Nodes, func(a, b Member) int {
-			switch {
-			case a.ID < b.ID:
-				return -1
-			case a.ID > b.ID:
-				return 1
-			}
-			return 0
-		})
+		slices.SortFunc(m.Nodes, byID)
 		n.log.Info("controller: node joins", "id", mb.ID, "resp", mb.RESPAddr())
 		return nil
 	})

@@ -67,14 +67,7 @@ func (d *discovery) list() []Member {
 	for _, m := range d.known {
 		out = append(out, m)
 	}
-	slices.SortFunc(out, func(a, b Member) int {
-		if a.ID < b.ID {
-			return -1
-		} else if a.ID > b.ID {
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, byID)
 	return out
 }
 

@@ -170,8 +170,8 @@ func raftStat(t *testing.T, r *raft.Raft, key string) uint64 {
 // node log stays a few segments long.
 func TestQuietShardLetsTheNodeLogShrink(t *testing.T) {
 	const seg = 256 << 10
-	t.Setenv(NodeLogSegmentEnv, strconv.Itoa(seg))
 	cfg := testConfig(t, t.TempDir())
+	cfg.NodeLogSegmentBytes = seg
 	cfg.Shards = 2
 	cfg.SnapshotThreshold = 500
 	cfg.TrailingLogs = 50
@@ -215,6 +215,9 @@ func TestQuietShardLetsTheNodeLogShrink(t *testing.T) {
 		st := n.NodeLogStats()
 		if st.Segments <= most {
 			t.Logf("%d segments, %d deleted, %d entries carried forward", st.Segments, st.SegmentsDeleted, st.Relocated)
+			if st.SegmentsDeleted == 0 {
+				t.Fatalf("no segment was deleted: the node log did not take NodeLogSegmentBytes %d", seg)
+			}
 			break
 		}
 		if time.Now().After(deadline) {

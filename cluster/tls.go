@@ -31,15 +31,25 @@ func LoadBusTLS(certFile, keyFile, caFile string) (*BusTLS, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster TLS: %w", err)
 	}
-	pem, err := os.ReadFile(caFile)
+	pool, err := LoadCertPool(caFile)
 	if err != nil {
 		return nil, fmt.Errorf("cluster TLS: %w", err)
 	}
+	return &BusTLS{cert: cert, ca: pool}, nil
+}
+
+// LoadCertPool reads PEM CA certificates: the cluster CA here, and the CA
+// that RESP clients' certificates are verified against (package resp).
+func LoadCertPool(file string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("reading CA certificates: %w", err)
+	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("cluster TLS: no PEM certificate in %s", caFile)
+		return nil, fmt.Errorf("no PEM certificate in %s", file)
 	}
-	return &BusTLS{cert: cert, ca: pool}, nil
+	return pool, nil
 }
 
 // SetTLS turns on mutual TLS for every later bus connection (set it right

@@ -2,8 +2,13 @@ package cluster
 
 import (
 	"bufio"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"io"
+	"io/fs"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -137,5 +142,37 @@ func TestBusTLSRefusedClientWriteIsCertError(t *testing.T) {
 		if !errors.As(werr, &ce) {
 			t.Fatalf("round %d: %v is not a *CertError", round, werr)
 		}
+	}
+}
+
+// LoadCertPool takes a PEM CA file; a missing file or one without a PEM
+// certificate is an error that names the problem, and LoadBusTLS prefixes
+// it with "cluster TLS".
+func TestLoadCertPool(t *testing.T) {
+	f := resptest.WriteTLSFiles(t, "pool")
+	pool, err := LoadCertPool(f.CA)
+	if err != nil || pool == nil {
+		t.Fatalf("LoadCertPool(CA) = %v, %v", pool, err)
+	}
+	ca, err := tls.LoadX509KeyPair(f.ServerCert, f.ServerKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := x509.ParseCertificate(ca.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}}); err != nil {
+		t.Errorf("a certificate the CA signed does not verify against the pool: %v", err)
+	}
+	missing := filepath.Join(t.TempDir(), "none.pem")
+	if _, err := LoadCertPool(missing); !errors.Is(err, fs.ErrNotExist) || !strings.HasPrefix(err.Error(), "reading CA certificates: ") {
+		t.Errorf("missing file: %v", err)
+	}
+	if _, err := LoadCertPool(f.ServerKey); err == nil || err.Error() != "no PEM certificate in "+f.ServerKey {
+		t.Errorf("key file as CA: %v", err)
+	}
+	if _, err := LoadBusTLS(f.ServerCert, f.ServerKey, f.ServerKey); err == nil || err.Error() != "cluster TLS: no PEM certificate in "+f.ServerKey {
+		t.Errorf("LoadBusTLS with a key file as CA: %v", err)
 	}
 }

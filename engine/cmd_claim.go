@@ -15,7 +15,7 @@ func cmdXClaim(e *Engine, now int64, argv [][]byte) Reply {
 	if gerr != nil {
 		return gerr
 	}
-	minIdle, err := cgArgInt(argv[4], "Invalid min-idle-time argument for XCLAIM")
+	minIdle, err := intArg(argv[4], "Invalid min-idle-time argument for XCLAIM")
 	if err != nil {
 		return err
 	}
@@ -27,7 +27,7 @@ func cmdXClaim(e *Engine, now int64, argv [][]byte) Reply {
 	j := 5
 	var ids []ID
 	for ; j < len(argv); j++ {
-		id, err := cgParseStrictID(argv[j], 0)
+		id, err := parseStrictID(argv[j], 0)
 		if err != nil {
 			break
 		}
@@ -41,34 +41,34 @@ func cmdXClaim(e *Engine, now int64, argv [][]byte) Reply {
 		more := len(argv) - 1 - j
 		o := argv[j]
 		switch {
-		case eqFold(o, "FORCE"):
+		case EqFold(o, "FORCE"):
 			force = true
-		case eqFold(o, "JUSTID"):
+		case EqFold(o, "JUSTID"):
 			justid = true
-		case eqFold(o, "IDLE") && more > 0:
+		case EqFold(o, "IDLE") && more > 0:
 			j++
-			v, err := cgArgInt(argv[j], "Invalid IDLE option argument for XCLAIM")
+			v, err := intArg(argv[j], "Invalid IDLE option argument for XCLAIM")
 			if err != nil {
 				return err
 			}
 			delivery = now - v
-		case eqFold(o, "TIME") && more > 0:
+		case EqFold(o, "TIME") && more > 0:
 			j++
-			v, err := cgArgInt(argv[j], "Invalid TIME option argument for XCLAIM")
+			v, err := intArg(argv[j], "Invalid TIME option argument for XCLAIM")
 			if err != nil {
 				return err
 			}
 			delivery = v
-		case eqFold(o, "RETRYCOUNT") && more > 0:
+		case EqFold(o, "RETRYCOUNT") && more > 0:
 			j++
-			v, err := cgArgInt(argv[j], "Invalid RETRYCOUNT option argument for XCLAIM")
+			v, err := intArg(argv[j], "Invalid RETRYCOUNT option argument for XCLAIM")
 			if err != nil {
 				return err
 			}
 			retry = v
-		case eqFold(o, "LASTID") && more > 0:
+		case EqFold(o, "LASTID") && more > 0:
 			j++
-			if lastID, err = cgParseStrictID(argv[j], 0); err != nil {
+			if lastID, err = parseStrictID(argv[j], 0); err != nil {
 				return err
 			}
 		default:
@@ -142,7 +142,7 @@ func xautoclaimSyntax(argv [][]byte) (xautoclaimArgs, *Error) {
 	if err := arityMin(argv, 6, "xautoclaim"); err != nil {
 		return a, err
 	}
-	v, err := cgArgInt(argv[4], "Invalid min-idle-time argument for XAUTOCLAIM")
+	v, err := intArg(argv[4], "Invalid min-idle-time argument for XAUTOCLAIM")
 	if err != nil {
 		return a, err
 	}
@@ -150,7 +150,7 @@ func xautoclaimSyntax(argv [][]byte) (xautoclaimArgs, *Error) {
 		v = 0
 	}
 	a.minIdle = v
-	if a.start, err = cgParseIntervalStart(argv[5]); err != nil {
+	if a.start, err = parseIntervalStart(argv[5]); err != nil {
 		return a, err
 	}
 	// LONG_MAX / max(sizeof(streamID), attempts factor of 10)
@@ -158,14 +158,14 @@ func xautoclaimSyntax(argv [][]byte) (xautoclaimArgs, *Error) {
 	for j := 6; j < len(argv); j++ {
 		more := len(argv) - 1 - j
 		switch {
-		case eqFold(argv[j], "COUNT") && more > 0:
-			c, ok := cgParseLL(argv[j+1])
+		case EqFold(argv[j], "COUNT") && more > 0:
+			c, ok := ParseInt(argv[j+1])
 			if !ok || c < 1 || c > maxCount {
 				return a, Errorf("ERR COUNT must be > 0")
 			}
 			a.count = c
 			j++
-		case eqFold(argv[j], "JUSTID"):
+		case EqFold(argv[j], "JUSTID"):
 			a.justid = true
 		default:
 			return a, ErrSyntax

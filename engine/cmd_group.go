@@ -116,7 +116,7 @@ var xgroupSubArity = map[string]int{
 
 func checkSubArity(argv [][]byte, table map[string]int) (string, *Error) {
 	if len(argv) < 2 {
-		return "", WrongArity(lower(argv[0]))
+		return "", WrongArity(Lower(argv[0]))
 	}
 	sub := string(bytes.ToUpper(argv[1]))
 	ar, ok := table[sub]
@@ -124,7 +124,7 @@ func checkSubArity(argv [][]byte, table map[string]int) (string, *Error) {
 		return "", unknownSubcommand(argv)
 	}
 	if (ar > 0 && len(argv) != ar) || (ar < 0 && len(argv) < -ar) {
-		return "", WrongArity(lower(argv[0]) + "|" + string(bytes.ToLower(argv[1])))
+		return "", WrongArity(Lower(argv[0]) + "|" + Lower(argv[1]))
 	}
 	return sub, nil
 }
@@ -144,11 +144,11 @@ func xgroupSyntax(argv [][]byte) (xgroupArgs, *Error) {
 		create, setid := sub == "CREATE", sub == "SETID"
 		for i := 5; i < len(argv); {
 			switch {
-			case create && eqFold(argv[i], "MKSTREAM"):
+			case create && EqFold(argv[i], "MKSTREAM"):
 				a.mkstream = true
 				i++
-			case (create || setid) && eqFold(argv[i], "ENTRIESREAD") && i+1 < len(argv):
-				v, err := cgArgInt(argv[i+1], "")
+			case (create || setid) && EqFold(argv[i], "ENTRIESREAD") && i+1 < len(argv):
+				v, err := intArg(argv[i+1], "")
 				if err != nil {
 					return a, err
 				}
@@ -198,7 +198,7 @@ func cmdXGroup(e *Engine, now int64, argv [][]byte) Reply {
 			if s != nil {
 				id = s.LastID
 			}
-		} else if id, err = cgParseStrictID(argv[4], 0); err != nil {
+		} else if id, err = parseStrictID(argv[4], 0); err != nil {
 			return err
 		}
 		if s == nil {
@@ -215,7 +215,7 @@ func cmdXGroup(e *Engine, now int64, argv [][]byte) Reply {
 		var id ID
 		if string(argv[4]) == "$" {
 			id = s.LastID
-		} else if id, err = cgParseID(argv[4], 0); err != nil {
+		} else if id, err = parseIDArg(argv[4], 0); err != nil {
 			return err
 		}
 		g.LastID = id
@@ -274,25 +274,16 @@ func xreadgroupSyntax(now int64, argv [][]byte) (xreadgroupArgs, *Error) {
 		more := len(argv) - i - 1
 		o := argv[i]
 		switch {
-		case eqFold(o, "BLOCK") && more > 0:
+		case EqFold(o, "BLOCK") && more > 0:
 			i++
-			t, err := cgArgInt(argv[i], "timeout is not an integer or out of range")
+			t, err := parseTimeout(argv[i], now)
 			if err != nil {
 				return a, err
 			}
-			if t < 0 {
-				return a, Errorf("ERR timeout is negative")
-			}
-			if t > 0 {
-				if t > 1<<63-1-now {
-					return a, Errorf("ERR timeout is out of range")
-				}
-				t += now
-			}
 			a.block = t
-		case eqFold(o, "COUNT") && more > 0:
+		case EqFold(o, "COUNT") && more > 0:
 			i++
-			c, err := cgArgInt(argv[i], "")
+			c, err := intArg(argv[i], "")
 			if err != nil {
 				return a, err
 			}
@@ -300,7 +291,7 @@ func xreadgroupSyntax(now int64, argv [][]byte) (xreadgroupArgs, *Error) {
 				c = 0
 			}
 			a.count = c
-		case eqFold(o, "STREAMS") && more > 0:
+		case EqFold(o, "STREAMS") && more > 0:
 			streamsArg = i + 1
 			n := len(argv) - streamsArg
 			if n%2 != 0 {
@@ -308,12 +299,12 @@ func xreadgroupSyntax(now int64, argv [][]byte) (xreadgroupArgs, *Error) {
 			}
 			a.keys, a.ids = argv[streamsArg:streamsArg+n/2], argv[streamsArg+n/2:]
 			i = len(argv)
-		case eqFold(o, "GROUP") && more >= 2:
+		case EqFold(o, "GROUP") && more >= 2:
 			a.group, a.consumer = argv[i+1], argv[i+2]
 			i += 2
-		case eqFold(o, "NOACK"):
+		case EqFold(o, "NOACK"):
 			a.noack = true
-		case eqFold(o, "CLAIM") && more > 0:
+		case EqFold(o, "CLAIM") && more > 0:
 			i++
 			v, err := parseClaimIdle(argv[i])
 			if err != nil {
@@ -366,7 +357,7 @@ func cmdXReadGroup(e *Engine, now int64, argv [][]byte) Reply {
 		case ">":
 			t.newOnly = true
 		default:
-			if t.id, err = cgParseStrictID(a.ids[i], 0); err != nil {
+			if t.id, err = parseStrictID(a.ids[i], 0); err != nil {
 				return err
 			}
 			// Redis marks '>' internally as the maximum ID, so an explicit
@@ -513,7 +504,7 @@ func cmdXAck(e *Engine, now int64, argv [][]byte) Reply {
 	}
 	ids := make([]ID, 0, len(argv)-3)
 	for _, b := range argv[3:] {
-		id, err := cgParseStrictID(b, 0)
+		id, err := parseStrictID(b, 0)
 		if err != nil {
 			return err
 		}
@@ -553,8 +544,8 @@ func xpendingSyntax(argv [][]byte) (xpendingArgs, *Error) {
 		return a, nil
 	}
 	si := 3
-	if eqFold(argv[3], "IDLE") {
-		v, err := cgArgInt(argv[4], "")
+	if EqFold(argv[3], "IDLE") {
+		v, err := intArg(argv[4], "")
 		if err != nil {
 			return a, err
 		}
@@ -564,7 +555,7 @@ func xpendingSyntax(argv [][]byte) (xpendingArgs, *Error) {
 		}
 		si += 2
 	}
-	c, err := cgArgInt(argv[si+2], "")
+	c, err := intArg(argv[si+2], "")
 	if err != nil {
 		return a, err
 	}
@@ -572,10 +563,10 @@ func xpendingSyntax(argv [][]byte) (xpendingArgs, *Error) {
 		c = 0
 	}
 	a.count = c
-	if a.start, err = cgParseIntervalStart(argv[si]); err != nil {
+	if a.start, err = parseIntervalStart(argv[si]); err != nil {
 		return a, err
 	}
-	if a.end, err = cgParseIntervalEnd(argv[si+1]); err != nil {
+	if a.end, err = parseIntervalEnd(argv[si+1]); err != nil {
 		return a, err
 	}
 	if si+3 < n {
@@ -647,125 +638,6 @@ func cmdXPending(e *Engine, now int64, argv [][]byte) Reply {
 
 // Argument parsing shared by the consumer-group commands, with Redis's exact
 // rules and error replies.
-
-// cgParseLL parses a signed 64-bit decimal as Redis's string2ll does: an
-// optional '-', no '+', no spaces, no leading zeros, no overflow.
-func cgParseLL(b []byte) (int64, bool) {
-	if len(b) == 0 || len(b) > 20 {
-		return 0, false
-	}
-	if len(b) == 1 && b[0] == '0' {
-		return 0, true
-	}
-	neg := false
-	p := b
-	if p[0] == '-' {
-		neg = true
-		p = p[1:]
-		if len(p) == 0 {
-			return 0, false
-		}
-	}
-	if p[0] < '1' || p[0] > '9' {
-		return 0, false
-	}
-	var v uint64
-	for _, c := range p {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		if v > (^uint64(0))/10 {
-			return 0, false
-		}
-		v *= 10
-		if v > ^uint64(0)-uint64(c-'0') {
-			return 0, false
-		}
-		v += uint64(c - '0')
-	}
-	if neg {
-		if v > 1<<63 {
-			return 0, false
-		}
-		return -int64(v), true
-	}
-	if v > 1<<63-1 {
-		return 0, false
-	}
-	return int64(v), true
-}
-
-// cgArgInt is getLongLongFromObjectOrReply: msg, if not empty, replaces the
-// default "value is not an integer" error (it is the text after "ERR ").
-func cgArgInt(b []byte, msg string) (int64, *Error) {
-	v, ok := cgParseLL(b)
-	if !ok {
-		if msg != "" {
-			return 0, &Error{Msg: "ERR " + msg}
-		}
-		return 0, ErrNotInteger
-	}
-	return v, nil
-}
-
-// cgParseStrictID is streamParseStrictIDOrReply: like ParseID but "-" and
-// "+" are invalid.
-func cgParseStrictID(b []byte, missingSeq uint64) (ID, *Error) {
-	if len(b) == 1 && (b[0] == '-' || b[0] == '+') {
-		return ID{}, ErrInvalidStreamID
-	}
-	id, err := ParseID(b, missingSeq)
-	if err != nil {
-		return ID{}, ErrInvalidStreamID
-	}
-	return id, nil
-}
-
-// cgParseID is streamParseIDOrReply ("-" and "+" allowed).
-func cgParseID(b []byte, missingSeq uint64) (ID, *Error) {
-	id, err := ParseID(b, missingSeq)
-	if err != nil {
-		return ID{}, ErrInvalidStreamID
-	}
-	return id, nil
-}
-
-var (
-	errCGInvalidStart = &Error{Msg: "ERR invalid start ID for the interval"}
-	errCGInvalidEnd   = &Error{Msg: "ERR invalid end ID for the interval"}
-)
-
-// cgParseIntervalStart parses a range start that may be exclusive ("(id").
-func cgParseIntervalStart(b []byte) (ID, *Error) {
-	if len(b) > 1 && b[0] == '(' {
-		id, err := cgParseStrictID(b[1:], 0)
-		if err != nil {
-			return ID{}, err
-		}
-		next, ok := id.Incr()
-		if !ok {
-			return ID{}, errCGInvalidStart
-		}
-		return next, nil
-	}
-	return cgParseID(b, 0)
-}
-
-// cgParseIntervalEnd parses a range end that may be exclusive ("(id").
-func cgParseIntervalEnd(b []byte) (ID, *Error) {
-	if len(b) > 1 && b[0] == '(' {
-		id, err := cgParseStrictID(b[1:], ^uint64(0))
-		if err != nil {
-			return ID{}, err
-		}
-		prev, ok := id.Decr()
-		if !ok {
-			return ID{}, errCGInvalidEnd
-		}
-		return prev, nil
-	}
-	return cgParseID(b, ^uint64(0))
-}
 
 // subcommandSyntaxError is addReplySubcommandSyntaxError.
 func subcommandSyntaxError(argv [][]byte) *Error {

@@ -41,10 +41,10 @@ var (
 // max is 0 for OFF.
 func setdlqSyntax(argv [][]byte) (max uint64, dlq []byte, err *Error) {
 	switch {
-	case len(argv) == 5 && eqFold(argv[4], "OFF"):
+	case len(argv) == 5 && EqFold(argv[4], "OFF"):
 		return 0, nil, nil
 	case len(argv) == 6:
-		v, ok := cgParseLL(argv[4])
+		v, ok := ParseInt(argv[4])
 		if !ok || v <= 0 {
 			return 0, nil, errDLQMax
 		}

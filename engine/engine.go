@@ -1,10 +1,6 @@
 package engine
 
-import (
-	"bytes"
-	"sort"
-	"strings"
-)
+import "sort"
 
 // Config holds the engine's tunables. They are replicated state: change them
 // only through a command that goes through the log (CONFIG SET).
@@ -134,7 +130,7 @@ func register(name string, h handler) {
 
 // Has reports whether the engine implements the command (case-insensitive).
 func Has(name string) bool {
-	_, ok := commands[strings.ToLower(name)]
+	_, ok := commands[Lower([]byte(name))]
 	return ok
 }
 
@@ -170,56 +166,6 @@ func (e *Engine) Exec(now int64, argv [][]byte) Reply {
 func Keyless(now int64, argv [][]byte) Reply {
 	var e Engine // nil maps: read as empty; a write would be a bug, and panics
 	return e.Exec(now, argv)
-}
-
-// lower returns the lower-cased command name without allocating for names
-// that are already lower case... it allocates once otherwise.
-func lower(b []byte) string {
-	for _, c := range b {
-		if c >= 'A' && c <= 'Z' {
-			return string(bytes.ToLower(b))
-		}
-	}
-	return string(b)
-}
-
-// NameBuf is the room LowerName lowers a command name in.
-const NameBuf = 32
-
-// LowerName returns b with ASCII letters lower-cased (Redis compares
-// command names and keywords ASCII-case-insensitively), in buf when it
-// fits, for a map lookup (m[string(…)] of a slice does not allocate). It is
-// the one command-name lower-casing helper of the engine and the server.
-func LowerName(buf *[NameBuf]byte, b []byte) []byte {
-	out := buf[:]
-	if len(b) > len(buf) {
-		out = make([]byte, len(b))
-	}
-	for i, c := range b {
-		if c >= 'A' && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		out[i] = c
-	}
-	return out[:len(b)]
-}
-
-// eqFold reports whether arg equals the ASCII keyword kw, ignoring case.
-// kw must be upper case.
-func eqFold(arg []byte, kw string) bool {
-	if len(arg) != len(kw) {
-		return false
-	}
-	for i := 0; i < len(arg); i++ {
-		c := arg[i]
-		if c >= 'a' && c <= 'z' {
-			c -= 'a' - 'A'
-		}
-		if c != kw[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // lookupStream returns the stream at key, nil if the key does not exist, or

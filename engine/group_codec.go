@@ -40,7 +40,7 @@ func (s *Stream) appendGroupsSnapshot(b []byte) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s.Groups)))
 	for _, g := range s.Groups {
 		b = appendGroupString(b, g.Name)
-		b = appendGroupID(b, g.LastID)
+		b = appendSnapID(b, g.LastID)
 		b = binary.AppendVarint(b, g.EntriesRead)
 		b = binary.AppendUvarint(b, uint64(len(g.Consumers)))
 		index := make(map[*Consumer]uint64, len(g.Consumers))
@@ -58,7 +58,7 @@ func (s *Stream) appendGroupsSnapshot(b []byte) []byte {
 			if !ok {
 				break
 			}
-			b = appendGroupID(b, nk.ID)
+			b = appendSnapID(b, nk.ID)
 			b = binary.AppendVarint(b, nk.DeliveryTime)
 			b = binary.AppendUvarint(b, nk.DeliveryCount)
 			if nk.Consumer == nil {
@@ -144,11 +144,6 @@ func (s *Stream) loadGroupsSnapshot(b []byte) ([]byte, error) {
 func appendGroupString(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
 	return append(b, s...)
-}
-
-func appendGroupID(b []byte, id ID) []byte {
-	b = binary.AppendUvarint(b, id.Ms)
-	return binary.AppendUvarint(b, id.Seq)
 }
 
 // groupDecoder reads varint fields, remembering the first error.

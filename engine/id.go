@@ -131,6 +131,28 @@ func parseIDSeqGiven(s []byte, missingSeq uint64) (ID, bool, error) {
 	return ID{ms, seq}, true, nil
 }
 
+// parseIDArg is streamParseIDOrReply ("-" and "+" allowed).
+func parseIDArg(b []byte, missingSeq uint64) (ID, *Error) {
+	id, err := ParseID(b, missingSeq)
+	if err != nil {
+		return ID{}, ErrInvalidStreamID
+	}
+	return id, nil
+}
+
+// parseStrictID is streamParseStrictIDOrReply without "<ms>-*": "-" and "+"
+// are rejected.
+func parseStrictID(b []byte, missingSeq uint64) (ID, *Error) {
+	if len(b) == 1 && (b[0] == '-' || b[0] == '+') {
+		return ID{}, ErrInvalidStreamID
+	}
+	id, err := ParseID(b, missingSeq)
+	if err != nil {
+		return ID{}, ErrInvalidStreamID
+	}
+	return id, nil
+}
+
 // parseU64 follows Redis's string2ull: decimal digits only, no sign, no
 // leading spaces, no overflow.
 func parseU64(s []byte) (uint64, bool) {

@@ -239,25 +239,25 @@ func xcfgsetSyntax(argv [][]byte) (xcfgsetArgs, *Error) {
 	for i := 2; i < len(argv); i += 2 {
 		more := len(argv) - 1 - i
 		switch o := argv[i]; {
-		case eqFold(o, "IDMP-DURATION") && more > 0:
+		case EqFold(o, "IDMP-DURATION") && more > 0:
 			if a.duration != 0 {
 				return a, errIdmpDurationTwice
 			}
-			v, ok := cgParseLL(argv[i+1])
-			if !ok {
-				return a, ErrNotInteger
+			v, err := intArg(argv[i+1], "")
+			if err != nil {
+				return a, err
 			}
 			if v < 1 || v > idmpMaxDuration {
 				return a, errIdmpDuration
 			}
 			a.duration = v
-		case eqFold(o, "IDMP-MAXSIZE") && more > 0:
+		case EqFold(o, "IDMP-MAXSIZE") && more > 0:
 			if a.maxSize != 0 {
 				return a, errIdmpMaxSizeTwice
 			}
-			v, ok := cgParseLL(argv[i+1])
-			if !ok {
-				return a, ErrNotInteger
+			v, err := intArg(argv[i+1], "")
+			if err != nil {
+				return a, err
 			}
 			if v < 1 || v > idmpMaxMaxSize {
 				return a, errIdmpMaxSize

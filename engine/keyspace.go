@@ -139,7 +139,7 @@ func cmdKeys(e *Engine, now int64, argv [][]byte) Reply {
 	out := Array{}
 	all := len(argv[1]) == 1 && argv[1][0] == '*'
 	for _, k := range e.sortedKeys() {
-		if all || globMatch(argv[1], []byte(k), false) {
+		if all || GlobMatch(argv[1], []byte(k), false) {
 			out = append(out, BulkString(k))
 		}
 	}
@@ -169,8 +169,8 @@ func cmdScan(e *Engine, now int64, argv [][]byte) Reply {
 	for i := 2; i < len(argv); i += 2 {
 		more := len(argv) - i
 		switch {
-		case eqFold(argv[i], "COUNT") && more >= 2:
-			v, err := parseInt(argv[i+1])
+		case EqFold(argv[i], "COUNT") && more >= 2:
+			v, err := intArg(argv[i+1], "")
 			if err != nil {
 				return err
 			}
@@ -178,12 +178,12 @@ func cmdScan(e *Engine, now int64, argv [][]byte) Reply {
 				return ErrSyntax
 			}
 			count = v
-		case eqFold(argv[i], "MATCH") && more >= 2:
+		case EqFold(argv[i], "MATCH") && more >= 2:
 			pat = argv[i+1]
 			if len(pat) == 1 && pat[0] == '*' {
 				pat = nil
 			}
-		case eqFold(argv[i], "TYPE") && more >= 2:
+		case EqFold(argv[i], "TYPE") && more >= 2:
 			typ = argv[i+1]
 		default:
 			return ErrSyntax
@@ -236,10 +236,10 @@ func cmdScan(e *Engine, now int64, argv [][]byte) Reply {
 	}
 	keys := Array{}
 	for _, c := range cand {
-		if pat != nil && !globMatch(pat, []byte(c.k), false) {
+		if pat != nil && !GlobMatch(pat, []byte(c.k), false) {
 			continue
 		}
-		if typ != nil && !eqFoldStr(typ, typeName(e.keys[c.k])) {
+		if typ != nil && !EqFold(typ, typeName(e.keys[c.k])) {
 			continue
 		}
 		keys = append(keys, BulkString(c.k))
@@ -247,31 +247,11 @@ func cmdScan(e *Engine, now int64, argv [][]byte) Reply {
 	return Array{BulkString(strconv.AppendUint(nil, next, 10)), keys}
 }
 
-// eqFoldStr compares ASCII case-insensitively.
-func eqFoldStr(a []byte, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		x, y := a[i], b[i]
-		if x >= 'A' && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if y >= 'A' && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
-}
-
 func flushSyntax(argv [][]byte, name string) *Error {
 	if len(argv) > 2 {
 		return ErrSyntax
 	}
-	if len(argv) == 2 && !eqFold(argv[1], "ASYNC") && !eqFold(argv[1], "SYNC") {
+	if len(argv) == 2 && !EqFold(argv[1], "ASYNC") && !EqFold(argv[1], "SYNC") {
 		return ErrSyntax
 	}
 	return nil
@@ -312,18 +292,18 @@ func setSyntax(argv [][]byte) (setArgs, *Error) {
 		o := argv[i]
 		hasNext := i+1 < len(argv)
 		switch {
-		case eqFold(o, "NX") && !a.xx:
+		case EqFold(o, "NX") && !a.xx:
 			a.nx = true
-		case eqFold(o, "XX") && !a.nx:
+		case EqFold(o, "XX") && !a.nx:
 			a.xx = true
-		case eqFold(o, "GET"):
+		case EqFold(o, "GET"):
 			a.get = true
-		case eqFold(o, "KEEPTTL") && !expire:
+		case EqFold(o, "KEEPTTL") && !expire:
 			keepTTL = true
-		case (eqFold(o, "EX") || eqFold(o, "PX") || eqFold(o, "EXAT") || eqFold(o, "PXAT")) && !keepTTL && !expire && hasNext:
+		case (EqFold(o, "EX") || EqFold(o, "PX") || EqFold(o, "EXAT") || EqFold(o, "PXAT")) && !keepTTL && !expire && hasNext:
 			expire = true
 			i++
-			v, err := parseInt(argv[i])
+			v, err := intArg(argv[i], "")
 			if err != nil {
 				return a, err
 			}
@@ -419,17 +399,17 @@ func cmdObject(e *Engine, now int64, argv [][]byte) Reply {
 	if len(argv) < 2 {
 		return WrongArity("object")
 	}
-	if eqFold(argv[1], "ENCODING") && len(argv) != 3 {
+	if EqFold(argv[1], "ENCODING") && len(argv) != 3 {
 		return WrongArity("object|encoding")
 	}
-	if eqFold(argv[1], "ENCODING") {
+	if EqFold(argv[1], "ENCODING") {
 		v, ok := e.keys[string(argv[2])]
 		if !ok {
 			return NullBulk{}
 		}
 		return BulkString(v.encoding())
 	}
-	if eqFold(argv[1], "HELP") && len(argv) == 2 {
+	if EqFold(argv[1], "HELP") && len(argv) == 2 {
 		return objectHelp()
 	}
 	return Errorf("ERR unknown subcommand '%s'. Try OBJECT HELP.", argv[1])
@@ -441,7 +421,7 @@ func (v *Value) encoding() string {
 	if v.Kind == KindStream {
 		return "stream"
 	}
-	if _, ok := lpStringToInt64(v.Str); ok {
+	if _, ok := ParseInt(v.Str); ok {
 		return "int"
 	}
 	if len(v.Str) <= 44 {
@@ -464,115 +444,6 @@ func objectHelp() Reply {
 		out[i] = SimpleString(l)
 	}
 	return out
-}
-
-// globMatch is Redis's stringmatchlen: *, ?, [...] with ranges and ^, and
-// backslash escapes.
-func globMatch(p, s []byte, nocase bool) bool {
-	for len(p) > 0 {
-		switch p[0] {
-		case '*':
-			for len(p) > 1 && p[1] == '*' {
-				p = p[1:]
-			}
-			if len(p) == 1 {
-				return true
-			}
-			for i := 0; i <= len(s); i++ {
-				if globMatch(p[1:], s[i:], nocase) {
-					return true
-				}
-			}
-			return false
-		case '?':
-			if len(s) == 0 {
-				return false
-			}
-			s = s[1:]
-		case '[':
-			if len(s) == 0 {
-				return false
-			}
-			p = p[1:]
-			not := len(p) > 0 && p[0] == '^'
-			if not {
-				p = p[1:]
-			}
-			match := false
-			for {
-				if len(p) == 0 {
-					break
-				}
-				if p[0] == '\\' && len(p) >= 2 {
-					p = p[1:]
-					if p[0] == s[0] {
-						match = true
-					}
-				} else if p[0] == ']' {
-					break
-				} else if len(p) >= 3 && p[1] == '-' {
-					lo, hi := p[0], p[2]
-					if lo > hi {
-						lo, hi = hi, lo
-					}
-					c := s[0]
-					if nocase {
-						c, lo, hi = lowerByte(c), lowerByte(lo), lowerByte(hi)
-					}
-					if c >= lo && c <= hi {
-						match = true
-					}
-					p = p[2:]
-				} else if eqByte(p[0], s[0], nocase) {
-					match = true
-				}
-				p = p[1:]
-			}
-			if len(p) == 0 {
-				// Redis treats a missing ']' as the end of the class.
-				p = []byte{']'}
-			}
-			if not {
-				match = !match
-			}
-			if !match {
-				return false
-			}
-			s = s[1:]
-		case '\\':
-			if len(p) >= 2 {
-				p = p[1:]
-			}
-			fallthrough
-		default:
-			if len(s) == 0 || !eqByte(p[0], s[0], nocase) {
-				return false
-			}
-			s = s[1:]
-		}
-		p = p[1:]
-		if len(s) == 0 {
-			for len(p) > 0 && p[0] == '*' {
-				p = p[1:]
-			}
-			return len(p) == 0
-		}
-	}
-	return len(s) == 0
-}
-
-func lowerByte(c byte) byte {
-	if c >= 'A' && c <= 'Z' {
-		return c + 'a' - 'A'
-	}
-	return c
-}
-
-func eqByte(a, b byte, nocase bool) bool {
-	if nocase {
-		return lowerByte(a) == lowerByte(b)
-	}
-	return a == b
 }
 
 func arityAtLeast(argv [][]byte, n int, name string) *Error {

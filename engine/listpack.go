@@ -46,50 +46,6 @@ func lpSetHeader(lp []byte, numEle int) {
 
 func lpNumElements(lp []byte) int { return int(binary.LittleEndian.Uint16(lp[4:])) }
 
-// lpStringToInt64 is Redis's string2ll as used by listpack: the canonical
-// decimal form of an int64 (no '+', no leading zeros, no "-0", 1..20 bytes).
-func lpStringToInt64(s []byte) (int64, bool) {
-	n := len(s)
-	if n == 0 || n > 20 {
-		return 0, false
-	}
-	if n == 1 && s[0] == '0' {
-		return 0, true
-	}
-	i, neg := 0, false
-	if s[0] == '-' {
-		neg, i = true, 1
-		if n == 1 {
-			return 0, false
-		}
-	}
-	if s[i] < '1' || s[i] > '9' {
-		return 0, false
-	}
-	var v uint64
-	for ; i < n; i++ {
-		c := s[i]
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		d := uint64(c - '0')
-		if v > (1<<64-1)/10 || v*10 > 1<<64-1-d {
-			return 0, false
-		}
-		v = v*10 + d
-	}
-	if neg {
-		if v > 1<<63 {
-			return 0, false
-		}
-		return -int64(v), true
-	}
-	if v > 1<<63-1 {
-		return 0, false
-	}
-	return int64(v), true
-}
-
 // lpIntEncodedSize is the size of <encoding+data> for integer v.
 func lpIntEncodedSize(v int64) int {
 	switch {
@@ -137,7 +93,7 @@ func lpBacklenSize(l int) int {
 // would store it).
 func lpElementSize(s []byte) int {
 	var l int
-	if v, ok := lpStringToInt64(s); ok {
+	if v, ok := ParseInt(s); ok {
 		l = lpIntEncodedSize(v)
 	} else {
 		l = lpStrEncodedSize(len(s))
@@ -194,7 +150,7 @@ func lpEncodeInt(b []byte, v int64) []byte {
 // lpEncodeString appends the element for s, as an integer when s is a
 // canonical int64.
 func lpEncodeString(b []byte, s []byte) []byte {
-	if v, ok := lpStringToInt64(s); ok {
+	if v, ok := ParseInt(s); ok {
 		return lpEncodeInt(b, v)
 	}
 	n := len(s)
@@ -295,7 +251,7 @@ func (e lpElem) equal(s []byte) bool {
 	if !e.IsInt {
 		return string(e.Str) == string(s)
 	}
-	v, ok := lpStringToInt64(s)
+	v, ok := ParseInt(s)
 	return ok && v == e.Int
 }
 

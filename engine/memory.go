@@ -30,7 +30,7 @@ func cmdMemory(e *Engine, now int64, argv [][]byte) Reply {
 	if len(argv) < 2 {
 		return WrongArity("memory")
 	}
-	if !eqFold(argv[1], "USAGE") {
+	if !EqFold(argv[1], "USAGE") {
 		return Errorf("ERR unknown subcommand '%s'. Try MEMORY HELP.", argv[1])
 	}
 	if len(argv) < 3 {
@@ -38,8 +38,8 @@ func cmdMemory(e *Engine, now int64, argv [][]byte) Reply {
 	}
 	samples := int64(memorySamplesDefault)
 	for j := 3; j < len(argv); j++ {
-		if eqFold(argv[j], "SAMPLES") && j+1 < len(argv) {
-			v, err := parseInt(argv[j+1])
+		if EqFold(argv[j], "SAMPLES") && j+1 < len(argv) {
+			v, err := intArg(argv[j+1], "")
 			if err != nil {
 				return err
 			}

@@ -91,6 +91,47 @@ type refModel struct {
 	groups  map[string]*refGroup
 }
 
+// replaySeed is a model test's seed: env's value when set (to replay a
+// run), else the clock; logged either way.
+func replaySeed(t *testing.T, env string) int64 {
+	t.Helper()
+	seed := time.Now().UnixNano()
+	if s := os.Getenv(env); s != "" {
+		seed, _ = strconv.ParseInt(s, 10, 64)
+	}
+	t.Logf("seed %d (replay with %s=%d)", seed, env, seed)
+	return seed
+}
+
+// pickID returns a live entry's ID three times in four, else an ID below
+// nextMs+2 that may or may not exist.
+func (m *refModel) pickID(rng *rand.Rand, nextMs uint64) ID {
+	if len(m.entries) > 0 && rng.Intn(4) > 0 {
+		return m.entries[rng.Intn(len(m.entries))]
+	}
+	return ID{uint64(rng.Int63n(int64(nextMs) + 2)), 0}
+}
+
+// deliverNew models XREADGROUP '>' by cname: up to count (0 = all) entries
+// after g's last-delivered-id, added to the PEL unless noack.
+func (m *refModel) deliverNew(g *refGroup, cname string, count int, noack bool, now int64) {
+	n := 0
+	for _, id := range m.entries {
+		if !g.last.Less(id) {
+			continue
+		}
+		if count > 0 && n == count {
+			break
+		}
+		n++
+		g.last = id
+		g.setByUser = false
+		if !noack {
+			g.pel[id] = &refNACK{owner: cname, time: now, count: 1}
+		}
+	}
+}
+
 func (m *refModel) live(id ID) bool {
 	i := sort.Search(len(m.entries), func(i int) bool { return !m.entries[i].Less(id) })
 	return i < len(m.entries) && m.entries[i] == id
@@ -112,11 +153,7 @@ func (m *refModel) sortedPEL(g *refGroup, owner string) []ID {
 // delivery counts and times, last-delivered-id) and checking invariants
 // after every operation. GROUP_MODEL_SEED replays a seed.
 func TestGroupModel(t *testing.T) {
-	seed := time.Now().UnixNano()
-	if s := os.Getenv("GROUP_MODEL_SEED"); s != "" {
-		seed, _ = strconv.ParseInt(s, 10, 64)
-	}
-	t.Logf("seed %d (replay with GROUP_MODEL_SEED=%d)", seed, seed)
+	seed := replaySeed(t, "GROUP_MODEL_SEED")
 	for round := 0; round < 4; round++ {
 		runGroupModel(t, seed+int64(round), 1500)
 	}
@@ -130,12 +167,6 @@ func runGroupModel(t *testing.T, seed int64, ops int) {
 	consumers := []string{"a", "b", "c"}
 	now := int64(1000)
 	nextMs := uint64(1)
-	pickID := func() ID {
-		if len(m.entries) > 0 && rng.Intn(4) > 0 {
-			return m.entries[rng.Intn(len(m.entries))]
-		}
-		return ID{uint64(rng.Int63n(int64(nextMs) + 2)), 0}
-	}
 	fail := func(op int, format string, args ...any) {
 		t.Fatalf("seed %d op %d: %s", seed, op, fmt.Sprintf(format, args...))
 	}
@@ -182,21 +213,7 @@ func runGroupModel(t *testing.T, seed int64, ops int) {
 			}
 			cmd += " STREAMS s >"
 			g.consumers[cname] = true
-			n := 0
-			for _, id := range m.entries {
-				if !g.last.Less(id) {
-					continue
-				}
-				if count > 0 && n == count {
-					break
-				}
-				n++
-				g.last = id
-				g.setByUser = false
-				if !noack {
-					g.pel[id] = &refNACK{owner: cname, time: now, count: 1}
-				}
-			}
+			m.deliverNew(g, cname, count, noack, now)
 		case k == 5: // history read
 			cmd = fmt.Sprintf("XREADGROUP GROUP %s %s STREAMS s 0", gname, cname)
 			g.consumers[cname] = true
@@ -207,11 +224,11 @@ func runGroupModel(t *testing.T, seed int64, ops int) {
 				}
 			}
 		case k == 6: // ack
-			id := pickID()
+			id := m.pickID(rng, nextMs)
 			cmd = "XACK s " + gname + " " + id.String()
 			delete(g.pel, id)
 		case k == 7: // claim
-			id := pickID()
+			id := m.pickID(rng, nextMs)
 			minIdle := []int64{0, 30, 100}[rng.Intn(3)]
 			cmd = fmt.Sprintf("XCLAIM s %s %s %d %s JUSTID", gname, cname, minIdle, id)
 			g.consumers[cname] = true
@@ -246,7 +263,7 @@ func runGroupModel(t *testing.T, seed int64, ops int) {
 			}
 		case k == 9: // setid or delconsumer
 			if rng.Intn(2) == 0 {
-				id := pickID()
+				id := m.pickID(rng, nextMs)
 				cmd = "XGROUP SETID s " + gname + " " + id.String()
 				g.last = id
 				g.setByUser = true

@@ -3,12 +3,10 @@ package engine
 import (
 	"fmt"
 	"math/rand"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestRedis8GroupModel runs random commands mixing XADD, XREADGROUP (with
@@ -18,11 +16,7 @@ import (
 // time and count) and the per-ID replies after every operation, and
 // checking the group invariants. REDIS8_MODEL_SEED replays a seed.
 func TestRedis8GroupModel(t *testing.T) {
-	seed := time.Now().UnixNano()
-	if s := os.Getenv("REDIS8_MODEL_SEED"); s != "" {
-		seed, _ = strconv.ParseInt(s, 10, 64)
-	}
-	t.Logf("seed %d (replay with REDIS8_MODEL_SEED=%d)", seed, seed)
+	seed := replaySeed(t, "REDIS8_MODEL_SEED")
 	for round := 0; round < 4; round++ {
 		runRedis8Model(t, seed+int64(round), 1200)
 	}
@@ -39,12 +33,6 @@ func runRedis8Model(t *testing.T, seed int64, ops int) {
 	nextMs := uint64(1)
 	fail := func(op int, format string, args ...any) {
 		t.Fatalf("seed %d op %d: %s", seed, op, fmt.Sprintf(format, args...))
-	}
-	pickID := func() ID {
-		if len(m.entries) > 0 && rng.Intn(4) > 0 {
-			return m.entries[rng.Intn(len(m.entries))]
-		}
-		return ID{uint64(rng.Int63n(int64(nextMs) + 2)), 0}
 	}
 	acked := func(id ID) bool {
 		for _, g := range m.groups {
@@ -69,21 +57,6 @@ func runRedis8Model(t *testing.T, seed int64, ops int) {
 	dropRefs := func(id ID) {
 		for _, g := range m.groups {
 			delete(g.pel, id)
-		}
-	}
-	// deliverNew models XREADGROUP '>' for up to count (0 = all) entries.
-	deliverNew := func(g *refGroup, cname string, count int) {
-		n := 0
-		for _, id := range m.entries {
-			if !g.last.Less(id) {
-				continue
-			}
-			if count > 0 && n == count {
-				break
-			}
-			n++
-			g.last = id
-			g.pel[id] = &refNACK{owner: cname, time: now, count: 1}
 		}
 	}
 	for op := 0; op < ops; op++ {
@@ -125,7 +98,7 @@ func runRedis8Model(t *testing.T, seed int64, ops int) {
 			m.entries = kept
 		case k == 4: // XDELEX
 			p := policies[rng.Intn(3)]
-			ids := []ID{pickID(), pickID()}
+			ids := []ID{m.pickID(rng, nextMs), m.pickID(rng, nextMs)}
 			cmd = fmt.Sprintf("XDELEX s %s IDS 2 %s %s", p, ids[0], ids[1])
 			var codes []string
 			for _, id := range ids {
@@ -148,7 +121,7 @@ func runRedis8Model(t *testing.T, seed int64, ops int) {
 			continue
 		case k == 5: // XACKDEL
 			p := policies[rng.Intn(3)]
-			id := pickID()
+			id := m.pickID(rng, nextMs)
 			cmd = fmt.Sprintf("XACKDEL s %s %s IDS 1 %s", gname, p, id)
 			code := "-1"
 			if _, ok := g.pel[id]; ok {
@@ -165,7 +138,7 @@ func runRedis8Model(t *testing.T, seed int64, ops int) {
 			}
 			want = "[" + code + "]"
 		case k == 6: // XNACK
-			id := pickID()
+			id := m.pickID(rng, nextMs)
 			mode := []string{"SILENT", "FAIL", "FATAL"}[rng.Intn(3)]
 			nk := g.pel[id]
 			if mode == "SILENT" && nk != nil && nk.count < 2 {
@@ -188,7 +161,7 @@ func runRedis8Model(t *testing.T, seed int64, ops int) {
 			count := rng.Intn(4)
 			cmd = fmt.Sprintf("XREADGROUP GROUP %s %s COUNT %d STREAMS s >", gname, cname, count)
 			g.consumers[cname] = true
-			deliverNew(g, cname, count)
+			m.deliverNew(g, cname, count, false, now)
 		case k == 8: // XREADGROUP CLAIM
 			count := rng.Intn(4)
 			minIdle := []int64{0, 30, 100}[rng.Intn(3)]
@@ -231,7 +204,7 @@ func runRedis8Model(t *testing.T, seed int64, ops int) {
 				if count > 0 {
 					rest = count - n
 				}
-				deliverNew(g, cname, rest)
+				m.deliverNew(g, cname, rest, false, now)
 			}
 		case k == 9: // history read
 			cmd = fmt.Sprintf("XREADGROUP GROUP %s %s STREAMS s 0", gname, cname)
@@ -245,7 +218,7 @@ func runRedis8Model(t *testing.T, seed int64, ops int) {
 				}
 			}
 		case k == 10:
-			id := pickID()
+			id := m.pickID(rng, nextMs)
 			cmd = "XACK s " + gname + " " + id.String()
 			delete(g.pel, id)
 		case k == 11:

@@ -159,6 +159,8 @@ func (sn *Snapshot) WriteTo(w io.Writer) (int64, error) {
 	return total + int64(n), err
 }
 
+// appendSnapID appends id as the snapshot encodings write IDs: uvarint ms,
+// uvarint seq.
 func appendSnapID(b []byte, id ID) []byte {
 	b = binary.AppendUvarint(b, id.Ms)
 	return binary.AppendUvarint(b, id.Seq)

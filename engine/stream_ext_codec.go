@@ -40,7 +40,7 @@ func (s *Stream) appendExtSnapshot(b []byte) []byte {
 			b = binary.AppendUvarint(b, uint64(len(p.log)))
 			for _, r := range p.log {
 				b = appendGroupString(b, r.iid)
-				b = appendGroupID(b, r.id)
+				b = appendSnapID(b, r.id)
 				b = binary.AppendVarint(b, r.at)
 			}
 		}

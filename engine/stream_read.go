@@ -36,18 +36,35 @@ func cmdXLen(e *Engine, now int64, argv [][]byte) Reply {
 	return Integer(s.Length)
 }
 
+// parseIntervalStart and parseIntervalEnd parse a range's bounds.
+func parseIntervalStart(b []byte) (ID, *Error) { return parseIntervalID(b, false) }
+func parseIntervalEnd(b []byte) (ID, *Error)   { return parseIntervalID(b, true) }
+
 // parseIntervalID is streamParseIntervalIDOrReply: "(" makes the bound
-// exclusive (and the ID strict).
-func parseIntervalID(b []byte, missingSeq uint64) (ID, bool, *Error) {
-	if len(b) > 1 && b[0] == '(' {
-		id, err := parseStrictID(b[1:], missingSeq)
-		return id, true, err
+// exclusive (and the ID strict); a missing sequence number is the start's
+// 0 or the end's maximum.
+func parseIntervalID(b []byte, end bool) (ID, *Error) {
+	missingSeq := uint64(0)
+	if end {
+		missingSeq = ^uint64(0)
 	}
-	id, err := ParseID(b, missingSeq)
+	if len(b) < 2 || b[0] != '(' {
+		return parseIDArg(b, missingSeq)
+	}
+	id, err := parseStrictID(b[1:], missingSeq)
 	if err != nil {
-		return ID{}, false, ErrInvalidStreamID
+		return ID{}, err
 	}
-	return id, false, nil
+	if end {
+		if id, ok := id.Decr(); ok {
+			return id, nil
+		}
+		return ID{}, errInvalidEnd
+	}
+	if id, ok := id.Incr(); ok {
+		return id, nil
+	}
+	return ID{}, errInvalidStart
 }
 
 func xrangeGeneric(e *Engine, argv [][]byte, rev bool) Reply {
@@ -62,30 +79,18 @@ func xrangeGeneric(e *Engine, argv [][]byte, rev bool) Reply {
 	if rev {
 		startArg, endArg = endArg, startArg
 	}
-	start, ex, err := parseIntervalID(startArg, 0)
+	start, err := parseIntervalStart(startArg)
 	if err != nil {
 		return err
 	}
-	if ex {
-		var ok bool
-		if start, ok = start.Incr(); !ok {
-			return errInvalidStart
-		}
-	}
-	end, ex, err := parseIntervalID(endArg, ^uint64(0))
+	end, err := parseIntervalEnd(endArg)
 	if err != nil {
 		return err
-	}
-	if ex {
-		var ok bool
-		if end, ok = end.Decr(); !ok {
-			return errInvalidEnd
-		}
 	}
 	count := int64(-1)
 	for j := 4; j < len(argv); j++ {
-		if eqFold(argv[j], "COUNT") && j+1 < len(argv) {
-			v, err := parseInt(argv[j+1])
+		if EqFold(argv[j], "COUNT") && j+1 < len(argv) {
+			v, err := intArg(argv[j+1], "")
 			if err != nil {
 				return err
 			}
@@ -148,7 +153,7 @@ func appendEntryReply(id ID, fields [][]byte, arena []byte) (Reply, []byte) {
 // parseTimeout is getTimeoutFromObjectOrReply in milliseconds; it returns
 // the absolute deadline (0 = block forever).
 func parseTimeout(b []byte, now int64) (int64, *Error) {
-	v, ok := lpStringToInt64(b)
+	v, ok := ParseInt(b)
 	if !ok {
 		return 0, errTimeoutInt
 	}
@@ -184,31 +189,31 @@ func xreadSyntax(now int64, argv [][]byte) (xreadArgs, *Error) {
 		more := len(argv) - i - 1
 		o := argv[i]
 		switch {
-		case eqFold(o, "BLOCK") && more > 0:
+		case EqFold(o, "BLOCK") && more > 0:
 			i++
 			t, err := parseTimeout(argv[i], now)
 			if err != nil {
 				return a, err
 			}
 			a.block = t
-		case eqFold(o, "COUNT") && more > 0:
+		case EqFold(o, "COUNT") && more > 0:
 			i++
-			v, err := parseInt(argv[i])
+			v, err := intArg(argv[i], "")
 			if err != nil {
 				return a, err
 			}
 			a.count = max(v, 0)
-		case eqFold(o, "STREAMS") && more > 0:
+		case EqFold(o, "STREAMS") && more > 0:
 			streamsArg = i + 1
 			if (len(argv)-streamsArg)%2 != 0 {
 				return a, errUnbalanced
 			}
 			i = len(argv)
-		case eqFold(o, "GROUP") && more >= 2:
+		case EqFold(o, "GROUP") && more >= 2:
 			return a, errXReadGroup
-		case eqFold(o, "NOACK"):
+		case EqFold(o, "NOACK"):
 			return a, errXReadNoAck
-		case eqFold(o, "CLAIM") && more > 0: // Redis 8.4 (xreadgroup_claim.go)
+		case EqFold(o, "CLAIM") && more > 0: // Redis 8.4 (xreadgroup_claim.go)
 			return a, errXReadClaim
 		default:
 			return a, ErrSyntax

@@ -43,28 +43,6 @@ var (
 	errElementsTooLarge = &Error{Msg: "ERR Elements are too large to be stored"}
 )
 
-// parseInt is getLongLongFromObject: Redis's strict string2ll.
-func parseInt(b []byte) (int64, *Error) {
-	v, ok := lpStringToInt64(b)
-	if !ok {
-		return 0, ErrNotInteger
-	}
-	return v, nil
-}
-
-// parseStrictID is streamParseStrictIDOrReply without "<ms>-*": "-" and "+"
-// are rejected.
-func parseStrictID(b []byte, missingSeq uint64) (ID, *Error) {
-	if len(b) == 1 && (b[0] == '-' || b[0] == '+') {
-		return ID{}, ErrInvalidStreamID
-	}
-	id, err := ParseID(b, missingSeq)
-	if err != nil {
-		return ID{}, ErrInvalidStreamID
-	}
-	return id, nil
-}
-
 // parseXAddID parses XADD's explicit ID: strict, "<ms>" (seq 0) or
 // "<ms>-<seq>" (seqGiven) or "<ms>-*" (seq chosen by the stream).
 func parseXAddID(b []byte) (id ID, seqGiven bool, err *Error) {
@@ -104,7 +82,7 @@ func parseAddOrTrim(a *addArgs, argv [][]byte, xadd bool) (int, *Error) {
 		switch {
 		case xadd && len(opt) == 1 && opt[0] == '*':
 			return i, a.checkTrim(xadd)
-		case eqFold(opt, "MAXLEN") && more > 0, eqFold(opt, "MINID") && more > 0:
+		case EqFold(opt, "MAXLEN") && more > 0, EqFold(opt, "MINID") && more > 0:
 			if a.trim.strategy != trimNone {
 				return 0, errTrimBoth
 			}
@@ -116,8 +94,8 @@ func parseAddOrTrim(a *addArgs, argv [][]byte, xadd bool) (int, *Error) {
 			} else if more >= 2 && len(next) == 1 && next[0] == '=' {
 				i++
 			}
-			if eqFold(opt, "MAXLEN") {
-				v, err := parseInt(argv[i+1])
+			if EqFold(opt, "MAXLEN") {
+				v, err := intArg(argv[i+1], "")
 				if err != nil {
 					return 0, err
 				}
@@ -133,8 +111,8 @@ func parseAddOrTrim(a *addArgs, argv [][]byte, xadd bool) (int, *Error) {
 				a.trim.minID, a.trim.strategy = id, trimMinID
 			}
 			i++
-		case eqFold(opt, "LIMIT") && more > 0:
-			v, err := parseInt(argv[i+1])
+		case EqFold(opt, "LIMIT") && more > 0:
+			v, err := intArg(argv[i+1], "")
 			if err != nil {
 				return 0, err
 			}
@@ -149,7 +127,7 @@ func parseAddOrTrim(a *addArgs, argv [][]byte, xadd bool) (int, *Error) {
 			// in t_stream.c streamParseAddOrTrimArgsOrReply.
 			a.trim.policy, _ = parsePolicy(opt)
 			a.trim.policyGiven = true
-		case xadd && eqFold(opt, "IDMPAUTO") && more > 0:
+		case xadd && EqFold(opt, "IDMPAUTO") && more > 0:
 			// Redis 8.6 (idmp.go), with t_stream.c's error texts.
 			if a.idmpGiven {
 				return 0, errIdmpTwice
@@ -159,7 +137,7 @@ func parseAddOrTrim(a *addArgs, argv [][]byte, xadd bool) (int, *Error) {
 			}
 			a.idmpGiven, a.idmpPID = true, argv[i+1]
 			i++
-		case xadd && eqFold(opt, "IDMP") && more >= 2:
+		case xadd && EqFold(opt, "IDMP") && more >= 2:
 			if a.idmpGiven {
 				return 0, errIdmpTwice
 			}
@@ -171,7 +149,7 @@ func parseAddOrTrim(a *addArgs, argv [][]byte, xadd bool) (int, *Error) {
 			}
 			a.idmpGiven, a.idmpPID, a.idmpIID = true, argv[i+1], argv[i+2]
 			i += 2
-		case xadd && eqFold(opt, "NOMKSTREAM"):
+		case xadd && EqFold(opt, "NOMKSTREAM"):
 			a.noMkStream = true
 		case xadd:
 			id, seqGiven, err := parseXAddID(opt)
@@ -444,8 +422,8 @@ func xsetidSyntax(argv [][]byte) (setIDArgs, *Error) {
 	for i := 3; i < len(argv); i += 2 {
 		more := len(argv) - 1 - i
 		switch {
-		case eqFold(argv[i], "ENTRIESADDED") && more > 0:
-			v, err := parseInt(argv[i+1])
+		case EqFold(argv[i], "ENTRIESADDED") && more > 0:
+			v, err := intArg(argv[i+1], "")
 			if err != nil {
 				return a, err
 			}
@@ -453,7 +431,7 @@ func xsetidSyntax(argv [][]byte) (setIDArgs, *Error) {
 				return a, errEntriesAddedNeg
 			}
 			a.entriesAdded = v
-		case eqFold(argv[i], "MAXDELETEDID") && more > 0:
+		case EqFold(argv[i], "MAXDELETEDID") && more > 0:
 			md, err := parseStrictID(argv[i+1], 0)
 			if err != nil {
 				return a, err

@@ -24,11 +24,11 @@ const (
 // parsePolicy recognises KEEPREF, DELREF and ACKED (any case).
 func parsePolicy(b []byte) (refPolicy, bool) {
 	switch {
-	case eqFold(b, "KEEPREF"):
+	case EqFold(b, "KEEPREF"):
 		return policyKeepRef, true
-	case eqFold(b, "DELREF"):
+	case EqFold(b, "DELREF"):
 		return policyDelRef, true
-	case eqFold(b, "ACKED"):
+	case EqFold(b, "ACKED"):
 		return policyAcked, true
 	}
 	return 0, false

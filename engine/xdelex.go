@@ -48,8 +48,8 @@ func delexSyntax(argv [][]byte, start int) (delexArgs, *Error) {
 		case ok && !policyGiven:
 			a.policy, policyGiven = p, true
 			i++
-		case eqFold(argv[i], "IDS") && i+1 < len(argv):
-			n, ok := cgParseLL(argv[i+1])
+		case EqFold(argv[i], "IDS") && i+1 < len(argv):
+			n, ok := ParseInt(argv[i+1])
 			if !ok || n <= 0 {
 				return a, errNumIDs
 			}

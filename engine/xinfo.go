@@ -1,7 +1,5 @@
 package engine
 
-import "bytes"
-
 // XINFO STREAM [FULL [COUNT n]] / GROUPS / CONSUMERS / HELP with Redis 7.4's
 // fields (t_stream.c xinfoCommand).
 
@@ -107,14 +105,14 @@ func xinfoStream(s *Stream, argv [][]byte, cfg Config) Reply {
 		if len(opts) != 1 && len(opts) != 3 {
 			return subcommandSyntaxError(argv)
 		}
-		if !bytes.EqualFold(opts[0], []byte("full")) {
+		if !EqFold(opts[0], "FULL") {
 			return subcommandSyntaxError(argv)
 		}
 		if len(opts) == 3 {
-			if !bytes.EqualFold(opts[1], []byte("count")) {
+			if !EqFold(opts[1], "COUNT") {
 				return subcommandSyntaxError(argv)
 			}
-			v, err := cgArgInt(opts[2], "")
+			v, err := intArg(opts[2], "")
 			if err != nil {
 				return err
 			}

@@ -77,11 +77,11 @@ type xnackArgs struct {
 func xnackSyntax(argv [][]byte) (xnackArgs, *Error) {
 	a := xnackArgs{retry: -1}
 	switch m := argv[3]; {
-	case eqFold(m, "SILENT"):
+	case EqFold(m, "SILENT"):
 		a.mode = nackSilent
-	case eqFold(m, "FAIL"):
+	case EqFold(m, "FAIL"):
 		a.mode = nackFail
-	case eqFold(m, "FATAL"):
+	case EqFold(m, "FATAL"):
 		a.mode = nackFatal
 	default:
 		return a, errXNackMode
@@ -90,9 +90,9 @@ func xnackSyntax(argv [][]byte) (xnackArgs, *Error) {
 	for i := 4; i < len(argv); i++ {
 		more := len(argv) - 1 - i
 		switch o := argv[i]; {
-		case eqFold(o, "IDS") && more > 0:
+		case EqFold(o, "IDS") && more > 0:
 			// A later IDS block replaces an earlier one, as in Redis.
-			n, ok := cgParseLL(argv[i+1])
+			n, ok := ParseInt(argv[i+1])
 			if !ok || n < 1 || n > math.MaxInt32 {
 				return a, errXNackNumIDs
 			}
@@ -102,13 +102,13 @@ func xnackSyntax(argv [][]byte) (xnackArgs, *Error) {
 			}
 			numids = int(n)
 			i = idsAt + numids - 1
-		case eqFold(o, "FORCE"):
+		case EqFold(o, "FORCE"):
 			a.force = true
-		case eqFold(o, "RETRYCOUNT") && more > 0:
+		case EqFold(o, "RETRYCOUNT") && more > 0:
 			i++
-			v, ok := cgParseLL(argv[i])
-			if !ok {
-				return a, ErrNotInteger
+			v, err := intArg(argv[i], "")
+			if err != nil {
+				return a, err
 			}
 			if v < 0 {
 				return a, errXNackRetryCount

@@ -25,7 +25,7 @@ package engine
 
 // parseClaimIdle parses CLAIM's min-idle-time: a non-negative integer.
 func parseClaimIdle(b []byte) (int64, *Error) {
-	v, err := cgArgInt(b, "min-idle-time is not an integer or out of range")
+	v, err := intArg(b, "min-idle-time is not an integer or out of range")
 	if err != nil {
 		return 0, err
 	}

@@ -35,10 +35,10 @@ type proposal struct {
 // the validation error and the unit's other commands still apply (as in
 // EXEC, where a failing command does not abort the others).
 func (s *Shard) Submit(unit Unit) *Future {
-	if s.cfg.InjectBug == DebugBugDropPEL {
+	if s.debug.rewrite != nil {
 		unit = append(Unit(nil), unit...)
 		for i := range unit {
-			unit[i] = debugDropPEL(unit[i])
+			unit[i] = s.debug.rewrite(unit[i])
 		}
 	}
 	p := &proposal{fut: newFuture(), unit: unit}
@@ -267,8 +267,8 @@ func (s *Shard) propose(batch []*proposal) {
 		if err != nil {
 			err = s.proposalError(err)
 			for _, p := range batch {
-				if s.cfg.InjectBug == DebugBugAckBeforeCommit && !p.read {
-					p.fut.complete(p.merge(debugFakeAcks(p.unit, b.TS)), nil)
+				if s.debug.fakeAcks != nil && !p.read {
+					p.fut.complete(p.merge(s.debug.fakeAcks(p.unit, b.TS)), nil)
 					continue
 				}
 				p.fut.complete(nil, err)
@@ -320,7 +320,7 @@ func (s *Shard) awaitApply(af raft.ApplyFuture) error {
 // ErrUnknownOutcome (the fence's fate is unknown; retrying is safe) or
 // ctx's error. fn is not called on error.
 func (s *Shard) Read(ctx context.Context, fn func(e *engine.Engine)) error {
-	if s.cfg.InjectBug == DebugBugStaleRead {
+	if s.debug.unfencedReads {
 		s.m.view(fn)
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
 	"github.com/raftstream/raftstream/fsm/nodelog"
@@ -94,7 +95,7 @@ func BenchmarkLogStoreShards(b *testing.B) {
 					if err := os.MkdirAll(sd, 0o755); err != nil {
 						b.Fatal(err)
 					}
-					st, err := openRaftStore(kind, sd, false, nl, log, slog.LevelError)
+					st, err := openRaftStore(kind, sd, false, nl, hclog.NewNullLogger())
 					if err != nil {
 						b.Fatal(err)
 					}

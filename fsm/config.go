@@ -3,9 +3,9 @@ package fsm
 import (
 	"fmt"
 	"log/slog"
-	"os"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
 	"github.com/raftstream/raftstream/engine"
@@ -26,12 +26,14 @@ type Config struct {
 	// Transport carries this group's Raft RPCs. The caller owns it: Close
 	// does not close it.
 	Transport raft.Transport
-	// Logger receives this shard's logs, including hashicorp/raft's
-	// (routed at RaftLogLevel). nil means slog.Default().
+	// Logger receives this shard's own logs (with a "shard" attribute
+	// added). nil means slog.Default().
 	Logger *slog.Logger
-	// RaftLogLevel is the minimum level of hashicorp/raft messages passed to
-	// Logger. Default INFO; raft is very chatty at DEBUG.
-	RaftLogLevel slog.Level
+	// RaftLogger receives hashicorp/raft's logs for this shard: its Raft
+	// instance ("raft"), snapshot store ("snapshot") and raft-wal log store
+	// ("wal"), each Named beneath it. The caller chooses its destination and
+	// level (raft is very chatty at DEBUG). nil discards them.
+	RaftLogger hclog.Logger
 	// Engine is the initial engine configuration of an empty shard. After
 	// that the configuration is replicated state (CONFIG SET through the log,
 	// snapshots).
@@ -121,10 +123,18 @@ type Config struct {
 	// holds the current term and vote.
 	NoSync bool
 	// LogStore selects the Raft log store: LogStoreNode, LogStoreBolt or
-	// LogStoreWAL. "" keeps the kind a shard directory already has and gives
-	// a new one DefaultLogStore (LogStoreBolt when NodeLog is nil). A
-	// directory keeps the kind it was created with; naming another fails.
+	// LogStoreWAL. "" (the default) keeps the kind a shard directory already
+	// has and gives a new one DefaultLogStore (LogStoreBolt when NodeLog is
+	// nil). A directory keeps the kind it was created with; naming another
+	// fails.
 	LogStore string
+	// LogStoreFaultFile is for the fsync-error test ONLY (raftstream's
+	// RAFTSTREAM_DEBUG_LOG_STORE_FAULT_FILE): while a file exists at this
+	// path, every Raft log write of the shard fails with an fsync error
+	// (EIO). The write reaches the store first and only its result is
+	// replaced, so the entry may or may not be on disk: what a failed fsync
+	// leaves. Production leaves it "".
+	LogStoreFaultFile string
 	// NodeLog is the node's shared log (fsm/nodelog), required by
 	// LogStoreNode. The caller owns it: close it after the shards.
 	NodeLog *nodelog.Log
@@ -133,7 +143,6 @@ type Config struct {
 // DefaultConfig returns defaults tuned for batched entries on a LAN.
 func DefaultConfig() Config {
 	return Config{
-		RaftLogLevel:       slog.LevelInfo,
 		Engine:             engine.DefaultConfig(),
 		MaxBatchCommands:   1024,
 		MaxBatchBytes:      1 << 20,
@@ -153,7 +162,6 @@ func DefaultConfig() Config {
 		SnapshotRetain:     2,
 		LogCacheEntries:    256,
 		LogCacheBytes:      4 << 20,
-		LogStore:           os.Getenv(LogStoreEnv),
 	}
 }
 
@@ -193,11 +201,19 @@ func (c *Config) Validate() error {
 	case c.Engine.NodeMaxEntries < 0:
 		return fmt.Errorf("fsm: Engine.NodeMaxEntries %d < 0", c.Engine.NodeMaxEntries)
 	}
-	return raft.ValidateConfig(c.raftConfig(nil))
+	if err := ValidDebugBug(c.InjectBug); err != nil {
+		return fmt.Errorf("fsm: InjectBug: %w", err)
+	}
+	if c.LogStore != "" {
+		if err := checkLogStore(c.LogStore); err != nil {
+			return fmt.Errorf("fsm: LogStore: %w", err)
+		}
+	}
+	return raft.ValidateConfig(c.raftConfig())
 }
 
 // raftConfig translates c into hashicorp/raft's configuration.
-func (c *Config) raftConfig(logger *slog.Logger) *raft.Config {
+func (c *Config) raftConfig() *raft.Config {
 	rc := raft.DefaultConfig()
 	rc.LocalID = c.LocalID
 	rc.HeartbeatTimeout = c.HeartbeatTimeout
@@ -213,8 +229,8 @@ func (c *Config) raftConfig(logger *slog.Logger) *raft.Config {
 	// still coalesces entries that are ready together into one disk write.
 	rc.BatchApplyCh = false
 	rc.LogLevel = "INFO"
-	if logger != nil {
-		rc.Logger = NewHCLogger(logger, c.RaftLogLevel).Named("raft")
+	if c.RaftLogger != nil {
+		rc.Logger = c.RaftLogger.Named("raft")
 	}
 	return rc
 }

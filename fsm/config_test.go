@@ -1,12 +1,12 @@
 package fsm
 
 import (
-	"context"
-	"log/slog"
+	"bytes"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 )
 
@@ -30,6 +30,8 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 		"LogCacheEntries":  func(c *Config) { c.LogCacheEntries = 0 },
 		"LogCacheBytes":    func(c *Config) { c.LogCacheBytes = 0 },
 		"ElectionTimeout":  func(c *Config) { c.ElectionTimeout = c.HeartbeatTimeout / 2 },
+		"LogStore":         func(c *Config) { c.LogStore = "tape" },
+		"InjectBug":        func(c *Config) { c.InjectBug = "lose-everything" },
 	} {
 		c := good
 		mod(&c)
@@ -40,35 +42,23 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 	}
 }
 
-// levelRecorder records the levels of log records.
-type levelRecorder struct {
-	mu     sync.Mutex
-	levels map[slog.Level]int
-}
-
-func (h *levelRecorder) Enabled(context.Context, slog.Level) bool { return true }
-func (h *levelRecorder) Handle(_ context.Context, r slog.Record) error {
-	h.mu.Lock()
-	h.levels[r.Level]++
-	h.mu.Unlock()
-	return nil
-}
-func (h *levelRecorder) WithAttrs([]slog.Attr) slog.Handler { return h }
-func (h *levelRecorder) WithGroup(string) slog.Handler      { return h }
-
-// TestRaftLogsThroughSlogWithoutDebug: raft's own messages reach the
-// injected logger, at INFO and above by default.
-func TestRaftLogsThroughSlogWithoutDebug(t *testing.T) {
-	rec := &levelRecorder{levels: map[slog.Level]int{}}
-	s := singleVoter(t, func(c *Config) { c.Logger = slog.New(rec) })
+// TestRaftLogsReachRaftLogger: raft's own messages, and its snapshot
+// store's, go to Config.RaftLogger under their names, not to Logger.
+func TestRaftLogsReachRaftLogger(t *testing.T) {
+	var mu sync.Mutex // hclog writes each record under it
+	var buf bytes.Buffer
+	s := singleVoter(t, func(c *Config) {
+		c.RaftLogger = hclog.New(&hclog.LoggerOptions{Output: &buf, Mutex: &mu, Level: hclog.Info})
+	})
 	apply(t, s.Shard, incr)
-	s.close(t)
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	if rec.levels[slog.LevelInfo] == 0 {
-		t.Fatalf("no INFO records from raft: %v", rec.levels)
+	if err := s.TakeSnapshot(); err != nil {
+		t.Fatal(err)
 	}
-	if rec.levels[slog.LevelDebug] != 0 {
-		t.Fatalf("DEBUG records with the default level: %v", rec.levels)
+	s.close(t)
+	mu.Lock()
+	out := buf.String()
+	mu.Unlock()
+	if !strings.Contains(out, " raft: ") || !strings.Contains(out, " snapshot: ") {
+		t.Fatalf("no raft or snapshot-store records in Config.RaftLogger:\n%s", out)
 	}
 }

@@ -1,9 +1,7 @@
 package fsm
 
 import (
-	"bytes"
 	"fmt"
-	"strings"
 	"sync/atomic"
 
 	"github.com/raftstream/raftstream/engine"
@@ -34,18 +32,47 @@ func ValidDebugBug(name string) error {
 	return fmt.Errorf("unknown bug %q (want %s, %s or %s)", name, DebugBugAckBeforeCommit, DebugBugStaleRead, DebugBugDropPEL)
 }
 
+// debugHooks are the injected bug's entry points into the shard, resolved
+// once from Config.InjectBug when the shard opens. In production every field
+// is zero: the batcher pays one nil or false check where a bug could act, and
+// compares no strings.
+type debugHooks struct {
+	// rewrite replaces each command of a submitted unit before validation
+	// (DebugBugDropPEL).
+	rewrite func(argv [][]byte) [][]byte
+	// fakeAcks makes up the replies a write whose commit failed is
+	// acknowledged with, instead of its error (DebugBugAckBeforeCommit).
+	fakeAcks func(unit Unit, ts int64) []engine.Reply
+	// unfencedReads serves Read from the local engine without the read
+	// fence (DebugBugStaleRead).
+	unfencedReads bool
+}
+
+// newDebugHooks resolves a ValidDebugBug name; "" gives no hooks.
+func newDebugHooks(bug string) debugHooks {
+	switch bug {
+	case DebugBugAckBeforeCommit:
+		return debugHooks{fakeAcks: debugFakeAcks}
+	case DebugBugStaleRead:
+		return debugHooks{unfencedReads: true}
+	case DebugBugDropPEL:
+		return debugHooks{rewrite: debugDropPEL}
+	}
+	return debugHooks{}
+}
+
 // debugDropPEL rewrites XREADGROUP … STREAMS … to XREADGROUP … NOACK
 // STREAMS … (DebugBugDropPEL); other commands are returned unchanged.
 func debugDropPEL(argv [][]byte) [][]byte {
-	if len(argv) == 0 || !strings.EqualFold(string(argv[0]), "XREADGROUP") {
+	if len(argv) == 0 || !engine.EqFold(argv[0], "XREADGROUP") {
 		return argv
 	}
 	for i, a := range argv {
-		if strings.EqualFold(string(a), "STREAMS") {
+		if engine.EqFold(a, "STREAMS") {
 			out := append(append(append([][]byte(nil), argv[:i]...), []byte("NOACK")), argv[i:]...)
 			return out
 		}
-		if strings.EqualFold(string(a), "NOACK") {
+		if engine.EqFold(a, "NOACK") {
 			return argv
 		}
 	}
@@ -60,7 +87,7 @@ var debugSeq atomic.Int64
 func debugFakeAcks(unit Unit, ts int64) []engine.Reply {
 	out := make([]engine.Reply, len(unit))
 	for i, argv := range unit {
-		if len(argv) > 0 && bytes.EqualFold(argv[0], []byte("XADD")) {
+		if len(argv) > 0 && engine.EqFold(argv[0], "XADD") {
 			out[i] = engine.BulkString(fmt.Sprintf("%d-%d", ts, 1<<20+debugSeq.Add(1)))
 			continue
 		}

@@ -51,3 +51,24 @@ func TestDebugBugs(t *testing.T) {
 		t.Error("unknown bug accepted")
 	}
 }
+
+// TestDebugHooksResolvedOnce: each bug name sets exactly its own hook, and
+// no name (production) sets none; a shard keeps what it resolved at Open.
+func TestDebugHooksResolvedOnce(t *testing.T) {
+	if h := newDebugHooks(""); h.rewrite != nil || h.fakeAcks != nil || h.unfencedReads {
+		t.Errorf("hooks without a bug: %+v", h)
+	}
+	if h := newDebugHooks(DebugBugDropPEL); h.rewrite == nil || h.fakeAcks != nil || h.unfencedReads {
+		t.Errorf("%s: %+v", DebugBugDropPEL, h)
+	}
+	if h := newDebugHooks(DebugBugAckBeforeCommit); h.rewrite != nil || h.fakeAcks == nil || h.unfencedReads {
+		t.Errorf("%s: %+v", DebugBugAckBeforeCommit, h)
+	}
+	if h := newDebugHooks(DebugBugStaleRead); h.rewrite != nil || h.fakeAcks != nil || !h.unfencedReads {
+		t.Errorf("%s: %+v", DebugBugStaleRead, h)
+	}
+	s := singleVoter(t, func(c *Config) { c.InjectBug = DebugBugStaleRead })
+	if !s.debug.unfencedReads {
+		t.Error("the shard did not resolve its InjectBug")
+	}
+}

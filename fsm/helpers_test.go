@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
 	"github.com/raftstream/raftstream/engine"
@@ -71,6 +72,12 @@ func testLogger(t testing.TB) *slog.Logger {
 	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
+// testRaftLogger is testLogger for hashicorp/raft's logs (Config.RaftLogger,
+// transports).
+func testRaftLogger(t testing.TB) hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{Output: testWriter{t}, Level: hclog.Warn})
+}
+
 type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
@@ -86,7 +93,7 @@ func newTransport(t testing.TB, addr string) *raft.NetworkTransport {
 	var err error
 	// The port of a just-closed transport may take a moment to free up.
 	for deadline := time.Now().Add(5 * time.Second); ; {
-		tr, err = raft.NewTCPTransportWithLogger(addr, nil, 3, 2*time.Second, NewHCLogger(testLogger(t), slog.LevelWarn))
+		tr, err = raft.NewTCPTransportWithLogger(addr, nil, 3, 2*time.Second, testRaftLogger(t))
 		if err == nil || time.Now().After(deadline) {
 			break
 		}
@@ -113,7 +120,7 @@ func openReplica(t testing.TB, dir string, id raft.ServerID, addr string, mod fu
 	t.Helper()
 	tr := newTransport(t, addr)
 	cfg := DefaultConfig()
-	cfg.Dir, cfg.LocalID, cfg.Transport, cfg.Logger = dir, id, tr, testLogger(t)
+	cfg.Dir, cfg.LocalID, cfg.Transport, cfg.Logger, cfg.RaftLogger = dir, id, tr, testLogger(t), testRaftLogger(t)
 	cfg.Engine.NodeMaxEntries = 0 // T.INCR's counter starts at 0
 	if mod != nil {
 		mod(&cfg)

@@ -4,13 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"syscall"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	wal "github.com/hashicorp/raft-wal"
@@ -39,19 +39,6 @@ const (
 // DefaultLogStore is the kind a new shard directory gets when
 // Config.LogStore is "" and a node log is given.
 const DefaultLogStore = LogStoreNode
-
-// LogStoreEnv names the environment variable DefaultConfig reads for
-// Config.LogStore, so the store can be chosen for a whole node without new
-// plumbing (an experiment switch: raftstream has no flag for it yet).
-const LogStoreEnv = "RAFTSTREAM_RAFT_LOG_STORE"
-
-// LogStoreFaultEnv names a TEST-ONLY environment variable (fault injection
-// for the fsync-error test): set to a path, it makes every Raft log write of
-// every shard of the process fail with an fsync error while a file exists at
-// that path. The write reaches the store first and only its result is
-// replaced, so the entry may or may not be on disk: what a failed fsync
-// leaves. Never set in production.
-const LogStoreFaultEnv = "RAFTSTREAM_DEBUG_LOG_STORE_FAULT_FILE"
 
 // ErrStorageFault is wrapped by the errors of a replica whose Raft log store
 // failed (StorageFaultError).
@@ -83,7 +70,7 @@ func (e *StorageFaultError) Unwrap() []error { return []error{ErrStorageFault, e
 type faultStore struct {
 	raftStore
 	dir       string
-	faultFile string      // LogStoreFaultEnv, "" = no injection
+	faultFile string      // Config.LogStoreFaultFile, "" = no injection
 	injectNow atomic.Bool // tests in this package: fail writes from now on
 	fault     atomic.Pointer[error]
 	mu        sync.Mutex
@@ -92,7 +79,7 @@ type faultStore struct {
 }
 
 func newFaultStore(st raftStore, dir string) *faultStore {
-	return &faultStore{raftStore: st, dir: dir, faultFile: os.Getenv(LogStoreFaultEnv)}
+	return &faultStore{raftStore: st, dir: dir}
 }
 
 // injected reports whether a test injects a fault now.
@@ -211,7 +198,7 @@ type raftStore interface {
 // openRaftStore opens the log and stable store of kind in dir. A directory
 // that already holds the other kind's files is refused: switching kinds
 // would silently start from an empty log and vote.
-func openRaftStore(kind, dir string, noSync bool, nl *nodelog.Log, log *slog.Logger, level slog.Level) (raftStore, error) {
+func openRaftStore(kind, dir string, noSync bool, nl *nodelog.Log, raftLog hclog.Logger) (raftStore, error) {
 	boltPath := filepath.Join(dir, "raft.db")
 	walDir := filepath.Join(dir, "wal")
 	has := ""
@@ -263,15 +250,24 @@ func openRaftStore(kind, dir string, noSync bool, nl *nodelog.Log, log *slog.Log
 		w, err := wal.Open(walDir,
 			wal.WithMetaStore(meta),
 			wal.WithSegmentSize(walSegmentSize),
-			wal.WithLogger(NewHCLogger(log, level).Named("wal")))
+			wal.WithLogger(raftLog.Named("wal")))
 		if err != nil {
 			meta.Close()
 			return nil, err
 		}
 		return newFaultStore(&walStore{WAL: w, meta: meta}, walDir), nil
 	default:
-		return nil, fmt.Errorf("unknown log store %q (want %q, %q or %q)", kind, LogStoreNode, LogStoreBolt, LogStoreWAL)
+		return nil, checkLogStore(kind)
 	}
+}
+
+// checkLogStore reports whether kind names a log store.
+func checkLogStore(kind string) error {
+	switch kind {
+	case LogStoreNode, LogStoreBolt, LogStoreWAL:
+		return nil
+	}
+	return fmt.Errorf("unknown log store %q (want %q, %q or %q)", kind, LogStoreNode, LogStoreBolt, LogStoreWAL)
 }
 
 // walStore closes the WAL's meta database too: raft-wal v0.4.0's Close

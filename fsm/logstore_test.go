@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
 	"github.com/raftstream/raftstream/fsm/nodelog"
@@ -41,13 +42,13 @@ func (s *nodeLogStore) Close() error { return errors.Join(s.raftStore.Close(), s
 func openTestStore(kind, dir string) (raftStore, error) {
 	log := slog.New(slog.DiscardHandler)
 	if kind != LogStoreNode {
-		return openRaftStore(kind, dir, false, nil, log, slog.LevelError)
+		return openRaftStore(kind, dir, false, nil, hclog.NewNullLogger())
 	}
 	nl, err := nodelog.Open(nodelog.Options{Dir: filepath.Join(dir, "nodelog"), SegmentBytes: 4 << 20, Logger: log})
 	if err != nil {
 		return nil, err
 	}
-	st, err := openRaftStore(kind, filepath.Join(dir, "shard"), false, nl, log, slog.LevelError)
+	st, err := openRaftStore(kind, filepath.Join(dir, "shard"), false, nl, hclog.NewNullLogger())
 	if err != nil {
 		nl.Close()
 		return nil, err
@@ -196,7 +197,7 @@ func TestLogStoreKindIsKept(t *testing.T) {
 		{LogStoreNode, LogStoreBolt}, {LogStoreNode, LogStoreWAL}, {LogStoreBolt, LogStoreNode}, {LogStoreWAL, LogStoreNode},
 	} {
 		dir := t.TempDir()
-		st, err := openRaftStore(kinds[0], dir, false, nl, log, slog.LevelError)
+		st, err := openRaftStore(kinds[0], dir, false, nl, hclog.NewNullLogger())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -204,13 +205,13 @@ func TestLogStoreKindIsKept(t *testing.T) {
 			t.Fatal(err)
 		}
 		st.Close()
-		if st, err := openRaftStore(kinds[1], dir, false, nl, log, slog.LevelError); err == nil {
+		if st, err := openRaftStore(kinds[1], dir, false, nl, hclog.NewNullLogger()); err == nil {
 			st.Close()
 			t.Fatalf("%q directory opened as %q", kinds[0], kinds[1])
 		}
 		// Reopened with its kind named, and with "" (the kind it has).
 		for _, k := range []string{kinds[0], ""} {
-			st, err = openRaftStore(k, dir, false, nl, log, slog.LevelError)
+			st, err = openRaftStore(k, dir, false, nl, hclog.NewNullLogger())
 			if err != nil {
 				t.Fatalf("reopen %q as %q: %v", kinds[0], k, err)
 			}
@@ -220,17 +221,17 @@ func TestLogStoreKindIsKept(t *testing.T) {
 			st.Close()
 		}
 	}
-	if _, err := openRaftStore("nope", t.TempDir(), false, nl, log, slog.LevelError); err == nil {
+	if _, err := openRaftStore("nope", t.TempDir(), false, nl, hclog.NewNullLogger()); err == nil {
 		t.Fatal("unknown kind accepted")
 	}
-	if st, err := openRaftStore(LogStoreNode, t.TempDir(), false, nil, log, slog.LevelError); err == nil {
+	if st, err := openRaftStore(LogStoreNode, t.TempDir(), false, nil, hclog.NewNullLogger()); err == nil {
 		st.Close()
 		t.Fatal("the node log store opened without a node log")
 	}
 	// The node log store is monotonic through the fault wrapper, so raft
 	// clears a replica's log after a snapshot install instead of leaving
 	// a gap the store refuses.
-	st, err := openRaftStore(LogStoreNode, t.TempDir(), false, nl, log, slog.LevelError)
+	st, err := openRaftStore(LogStoreNode, t.TempDir(), false, nl, hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)
 	}

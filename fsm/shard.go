@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
 	"github.com/raftstream/raftstream/fsm/nodelog"
@@ -46,6 +47,8 @@ type Shard struct {
 	closeErr  error
 
 	stats shardStats // counters for Stats (stats.go)
+	// debug is Config.InjectBug resolved (debug.go); zero in production.
+	debug debugHooks
 
 	// transferBusySince is when raft's leadership transfer flag was first
 	// reported up with nothing seen to clear it since (unix ns; 0: not
@@ -71,11 +74,17 @@ func Open(cfg Config) (*Shard, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("fsm: shard %d: %w", cfg.ShardID, err)
 	}
-	store, err := openRaftStore(cfg.LogStore, cfg.Dir, cfg.NoSync, cfg.NodeLog, log, cfg.RaftLogLevel)
+	if cfg.RaftLogger == nil {
+		cfg.RaftLogger = hclog.NewNullLogger()
+	}
+	store, err := openRaftStore(cfg.LogStore, cfg.Dir, cfg.NoSync, cfg.NodeLog, cfg.RaftLogger)
 	if err != nil {
 		return nil, fmt.Errorf("fsm: shard %d: open log store: %w", cfg.ShardID, err)
 	}
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.Dir, cfg.SnapshotRetain, NewHCLogger(log, cfg.RaftLogLevel).Named("snapshot"))
+	if fs, ok := store.(*faultStore); ok {
+		fs.faultFile = cfg.LogStoreFaultFile // before raft writes through it
+	}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.Dir, cfg.SnapshotRetain, cfg.RaftLogger.Named("snapshot"))
 	if err != nil {
 		store.Close()
 		return nil, fmt.Errorf("fsm: shard %d: open snapshot store: %w", cfg.ShardID, err)
@@ -83,7 +92,7 @@ func Open(cfg Config) (*Shard, error) {
 	cache := newLogCache(store, cfg.LogCacheEntries, cfg.LogCacheBytes)
 	logs := &storeSignal{logCache: cache, beginCh: make(chan struct{}, 1), endCh: make(chan struct{}, 1)}
 	m := newMachine(cfg.ShardID, cfg.Engine, cfg.Notify, log)
-	r, err := raft.NewRaft(cfg.raftConfig(log), m, logs, store, snaps, cfg.Transport)
+	r, err := raft.NewRaft(cfg.raftConfig(), m, logs, store, snaps, cfg.Transport)
 	if err != nil {
 		store.Close()
 		return nil, fmt.Errorf("fsm: shard %d: start raft: %w", cfg.ShardID, err)
@@ -95,6 +104,7 @@ func Open(cfg Config) (*Shard, error) {
 		shutdownCh: make(chan struct{}),
 		loopDone:   make(chan struct{}),
 		raftDown:   make(chan struct{}),
+		debug:      newDebugHooks(cfg.InjectBug),
 	}
 	if fs, ok := store.(*faultStore); ok {
 		fs.notify(s.storageFailed)

@@ -4,9 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"math"
-	"math/bits"
-	"strconv"
-	"strings"
 
 	"github.com/raftstream/raftstream/engine"
 )
@@ -34,15 +31,13 @@ func (m *machine) special(argv [][]byte) (engine.Reply, bool) {
 		return nil, false
 	}
 	switch {
-	case len(argv) == 2 && ieq(argv[0], "DEBUG") && ieq(argv[1], "RELOAD"):
+	case len(argv) == 2 && engine.EqFold(argv[0], "DEBUG") && engine.EqFold(argv[1], "RELOAD"):
 		return m.debugReload(), true
-	case ieq(argv[0], "CONFIG") && ieq(argv[1], "SET"):
+	case engine.EqFold(argv[0], "CONFIG") && engine.EqFold(argv[1], "SET"):
 		return m.configSet(argv[2:]), true
 	}
 	return nil, false
 }
-
-func ieq(b []byte, s string) bool { return strings.EqualFold(string(b), s) }
 
 // debugReload round-trips the engine through its snapshot encoding.
 func (m *machine) debugReload() engine.Reply {
@@ -70,7 +65,7 @@ func (m *machine) configSet(args [][]byte) engine.Reply {
 	// Redis checks every name (and duplicates) before any value.
 	seen := make([]string, 0, len(args)/2)
 	for i := 0; i < len(args); i += 2 {
-		name := strings.ToLower(string(args[i]))
+		name := engine.Lower(args[i])
 		if !replicatedConfig[name] {
 			return engine.Errorf("ERR Unknown option or number of arguments for CONFIG SET - '%s'", args[i])
 		}
@@ -126,8 +121,8 @@ var replicatedConfig = map[string]bool{
 // parseBoundedInt parses an integer config value in [lo, hi] with Redis's
 // wording on failure.
 func parseBoundedInt(b []byte, lo, hi int64) (int64, string) {
-	v, err := strconv.ParseInt(string(b), 10, 64)
-	if err != nil || !canonicalInt(b) {
+	v, ok := engine.ParseInt(b)
+	if !ok {
 		return 0, "argument couldn't be parsed into an integer"
 	}
 	if v < lo || v > hi {
@@ -136,65 +131,19 @@ func parseBoundedInt(b []byte, lo, hi int64) (int64, string) {
 	return v, ""
 }
 
-func configErr(param []byte, msg string) engine.Reply {
-	return engine.Errorf("ERR CONFIG SET failed (possibly related to argument '%s') - %s", param, msg)
-}
-
-// canonicalInt reports whether b is written the way Redis's string2ll
-// accepts: no sign other than a leading '-', no leading zeros, no spaces.
-func canonicalInt(b []byte) bool {
-	s := string(b)
-	if strings.HasPrefix(s, "-") {
-		s = s[1:]
-		if s == "0" {
-			return false
-		}
+// parseMemory parses a memory config value (engine.ParseMemory) in
+// [0, MaxInt64] with Redis's wording on failure.
+func parseMemory(b []byte) (uint64, string) {
+	v, ok := engine.ParseMemory(b)
+	if !ok {
+		return 0, "argument must be a memory value"
 	}
-	return s != "" && s[0] >= '0' && s[0] <= '9' && (s[0] != '0' || len(s) == 1)
-}
-
-// parseMemory parses a Redis memory value (digits with an optional b, k, kb,
-// m, mb, g or gb unit, case-insensitive) as CONFIG SET does; msg is Redis's
-// error text on failure.
-func parseMemory(b []byte) (v uint64, msg string) {
-	const notMemory = "argument must be a memory value"
-	s := string(b)
-	if strings.HasPrefix(s, "-") {
-		return 0, notMemory
-	}
-	i := 0
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-		i++
-	}
-	var mul uint64
-	switch strings.ToLower(s[i:]) {
-	case "", "b":
-		mul = 1
-	case "k":
-		mul = 1000
-	case "kb":
-		mul = 1024
-	case "m":
-		mul = 1000 * 1000
-	case "mb":
-		mul = 1024 * 1024
-	case "g":
-		mul = 1000 * 1000 * 1000
-	case "gb":
-		mul = 1024 * 1024 * 1024
-	default:
-		return 0, notMemory
-	}
-	if i > 0 {
-		n, err := strconv.ParseUint(s[:i], 10, 64)
-		if err != nil {
-			n = math.MaxUint64 // strtoull saturates on overflow
-		}
-		v = n
-	}
-	_, v = bits.Mul64(v, mul) // C's unsigned multiplication wraps
 	if v > math.MaxInt64 {
 		return 0, "argument must be between 0 and 9223372036854775807 inclusive"
 	}
 	return v, ""
+}
+
+func configErr(param []byte, msg string) engine.Reply {
+	return engine.Errorf("ERR CONFIG SET failed (possibly related to argument '%s') - %s", param, msg)
 }

@@ -1,7 +1,6 @@
 package resp
 
 import (
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -202,8 +201,8 @@ func cmdACLLog(s *Server, c *client, argv [][]byte) reply {
 			s.acl.log.reset()
 			return engine.OK
 		}
-		v, err := strconv.ParseInt(string(argv[2]), 10, 64)
-		if err != nil {
+		v, ok := engine.ParseInt(argv[2])
+		if !ok {
 			return errorf("ERR value is not an integer or out of range")
 		}
 		n = int(max(0, min(v, aclLogMax)))

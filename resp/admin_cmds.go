@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -48,11 +47,11 @@ func cmdRaftstreamStatus(s *Server, c *client, argv [][]byte) reply {
 
 // shardArg parses a shard number in range.
 func (s *Server) shardArg(b []byte) (int, *errReply) {
-	n, err := strconv.Atoi(string(b))
-	if err != nil || n < 0 || n >= s.be.NumShards() {
+	n, ok := engine.ParseInt(b)
+	if !ok || n < 0 || n >= int64(s.be.NumShards()) {
 		return 0, errorf("ERR invalid shard '%s' (0..%d)", b, s.be.NumShards()-1)
 	}
-	return n, nil
+	return int(n), nil
 }
 
 func cmdRaftstreamTransferLeader(s *Server, c *client, argv [][]byte) reply {

@@ -163,7 +163,7 @@ func blockTimeout(argv [][]byte) (ms int64, ok bool) {
 			return 0, false
 		}
 		if bytes.EqualFold(argv[i], []byte("BLOCK")) {
-			n, good := intArg(argv[i+1])
+			n, good := engine.ParseInt(argv[i+1])
 			if !good || n < 0 {
 				return 0, false
 			}
@@ -207,7 +207,7 @@ func claimRecheck(cmd *command.Command, argv [][]byte) time.Duration {
 			return 0
 		}
 		if bytes.EqualFold(argv[i], []byte("CLAIM")) {
-			n, good := intArg(argv[i+1])
+			n, good := engine.ParseInt(argv[i+1])
 			if !good || n < 0 {
 				return 0 // the attempt reports the error
 			}

@@ -184,7 +184,7 @@ func cmdClusterInfo(s *Server, c *client, argv [][]byte) reply {
 }
 
 func slotArg(b []byte) (int, *errReply) {
-	n, ok := intArg(b)
+	n, ok := engine.ParseInt(b)
 	if !ok || n < 0 || n >= 16384 {
 		return 0, errorf("ERR Invalid slot")
 	}
@@ -226,7 +226,7 @@ func cmdClusterGetKeys(s *Server, c *client, argv [][]byte) reply {
 	if er != nil {
 		return er
 	}
-	n, ok := intArg(argv[3])
+	n, ok := engine.ParseInt(argv[3])
 	if !ok || n < 0 {
 		return errorf("ERR Invalid number of keys")
 	}

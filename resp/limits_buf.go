@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"strconv"
 	"strings"
@@ -256,25 +257,11 @@ func (l outListener) Accept() (net.Conn, error) {
 	return &outConn{Conn: c, lim: l.lim}, nil
 }
 
-// parseMemory parses a Redis memory value: a byte count with an optional
-// unit (k=1000, kb=1024, m, mb, g, gb; case-insensitive).
+// parseMemory is engine.ParseMemory for a limit kept as an int64: a value
+// past int64 is refused.
 func parseMemory(s string) (int64, bool) {
-	s = strings.ToLower(strings.TrimSpace(s))
-	mul := int64(1)
-	for _, u := range []struct {
-		suffix string
-		mul    int64
-	}{{"gb", 1 << 30}, {"mb", 1 << 20}, {"kb", 1 << 10}, {"g", 1e9}, {"m", 1e6}, {"k", 1e3}, {"b", 1}} {
-		if strings.HasSuffix(s, u.suffix) {
-			s, mul = strings.TrimSuffix(s, u.suffix), u.mul
-			break
-		}
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 || (n > 0 && mul > (1<<63-1)/n) {
-		return 0, false
-	}
-	return n * mul, true
+	v, ok := engine.ParseMemory([]byte(s))
+	return int64(v), ok && v <= math.MaxInt64
 }
 
 // outputLimitString is CONFIG GET client-output-buffer-limit.

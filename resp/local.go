@@ -30,7 +30,7 @@ func cmdEcho(s *Server, c *client, argv [][]byte) reply { return engine.BulkStri
 func cmdHello(s *Server, c *client, argv [][]byte) reply {
 	proto := c.proto
 	if len(argv) >= 2 {
-		v, ok := intArg(argv[1])
+		v, ok := engine.ParseInt(argv[1])
 		if !ok {
 			return errorf("ERR Protocol version is not an integer or out of range")
 		}
@@ -119,7 +119,7 @@ func cmdAuth(s *Server, c *client, argv [][]byte) reply {
 }
 
 func cmdSelect(s *Server, c *client, argv [][]byte) reply {
-	n, ok := intArg(argv[1])
+	n, ok := engine.ParseInt(argv[1])
 	if !ok {
 		return errorf("ERR value is not an integer or out of range")
 	}
@@ -191,10 +191,10 @@ func cmdTime(s *Server, c *client, argv [][]byte) reply {
 // number of other replicas in a majority (0 for a single node) without
 // waiting.
 func cmdWait(s *Server, c *client, argv [][]byte) reply {
-	if _, ok := intArg(argv[1]); !ok {
+	if _, ok := engine.ParseInt(argv[1]); !ok {
 		return errNotInteger
 	}
-	t, ok := intArg(argv[2])
+	t, ok := engine.ParseInt(argv[2])
 	if !ok {
 		return errorf("ERR timeout is not an integer or out of range")
 	}
@@ -337,7 +337,7 @@ func cmdClientList(s *Server, c *client, argv [][]byte) reply {
 		} else {
 			ids = map[int64]bool{}
 			for _, a := range argv[3:] {
-				n, ok := intArg(a)
+				n, ok := engine.ParseInt(a)
 				if !ok || n <= 0 {
 					return errorf("ERR Invalid client ID")
 				}
@@ -378,7 +378,7 @@ func cmdClientKill(s *Server, c *client, argv [][]byte) reply {
 		v := argv[i+1]
 		switch strings.ToLower(string(argv[i])) {
 		case "id":
-			n, ok := intArg(v)
+			n, ok := engine.ParseInt(v)
 			if !ok || n <= 0 {
 				return errorf("ERR client-id should be greater than 0")
 			}
@@ -620,86 +620,6 @@ func cmdConfigResetStat(s *Server, c *client, argv [][]byte) reply {
 	return engine.OK
 }
 
-// globMatch is Redis's stringmatch for the patterns CONFIG GET and KEYS use
-// (*, ?, [...], \ escapes).
-func globMatch(pattern, s string) bool {
-	for len(pattern) > 0 {
-		switch pattern[0] {
-		case '*':
-			for len(pattern) > 1 && pattern[1] == '*' {
-				pattern = pattern[1:]
-			}
-			if len(pattern) == 1 {
-				return true
-			}
-			for i := 0; i <= len(s); i++ {
-				if globMatch(pattern[1:], s[i:]) {
-					return true
-				}
-			}
-			return false
-		case '?':
-			if len(s) == 0 {
-				return false
-			}
-			s = s[1:]
-		case '[':
-			if len(s) == 0 {
-				return false
-			}
-			p := pattern[1:]
-			not := len(p) > 0 && p[0] == '^'
-			if not {
-				p = p[1:]
-			}
-			match := false
-			for len(p) > 0 && p[0] != ']' {
-				switch {
-				case p[0] == '\\' && len(p) >= 2:
-					if p[1] == s[0] {
-						match = true
-					}
-					p = p[2:]
-				case len(p) >= 3 && p[1] == '-':
-					lo, hi := p[0], p[2]
-					if lo > hi {
-						lo, hi = hi, lo
-					}
-					if s[0] >= lo && s[0] <= hi {
-						match = true
-					}
-					p = p[3:]
-				default:
-					if p[0] == s[0] {
-						match = true
-					}
-					p = p[1:]
-				}
-			}
-			if not {
-				match = !match
-			}
-			if !match {
-				return false
-			}
-			if len(p) > 0 {
-				p = p[1:]
-			}
-			pattern = p
-			s = s[1:]
-			continue
-		case '\\':
-			if len(pattern) >= 2 {
-				pattern = pattern[1:]
-			}
-			fallthrough
-		default:
-			if len(s) == 0 || s[0] != pattern[0] {
-				return false
-			}
-			s = s[1:]
-		}
-		pattern = pattern[1:]
-	}
-	return len(s) == 0
-}
+// globMatch is engine.GlobMatch, case-sensitive (CONFIG GET, COMMAND LIST
+// FILTERBY PATTERN, ACL patterns).
+func globMatch(pattern, s string) bool { return engine.GlobMatch(pattern, s, false) }

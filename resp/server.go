@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"sort"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -392,10 +391,4 @@ func (s *Server) route(cmd *command.Command, argv [][]byte) (shard, slot int, cr
 		shard, slot = sh, sl
 	}
 	return shard, slot, false
-}
-
-// intArg parses a decimal integer argument.
-func intArg(b []byte) (int64, bool) {
-	n, err := strconv.ParseInt(string(b), 10, 64)
-	return n, err == nil
 }

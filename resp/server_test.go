@@ -468,21 +468,6 @@ func commandInfoHead(raw string) string {
 	return strings.Join(out, " | ")
 }
 
-func TestGlobMatch(t *testing.T) {
-	for _, tc := range []struct {
-		p, s string
-		ok   bool
-	}{
-		{"*", "anything", true}, {"stream*", "stream-node-max-bytes", true}, {"s?ream", "stream", true},
-		{"h[ae]llo", "hello", true}, {"h[^e]llo", "hello", false}, {"h[a-b]llo", "hbllo", true},
-		{"a\\*b", "a*b", true}, {"a\\*b", "axb", false}, {"*max*", "maxmemory", true}, {"x", "y", false},
-	} {
-		if got := globMatch(tc.p, tc.s); got != tc.ok {
-			t.Errorf("globMatch(%q, %q) = %v", tc.p, tc.s, got)
-		}
-	}
-}
-
 // TestClientListWhileOthersRun: CLIENT LIST reads other connections' state
 // while they change it (run with -race).
 func TestClientListWhileOthersRun(t *testing.T) {

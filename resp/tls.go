@@ -2,13 +2,13 @@ package resp
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"sync"
 	"syscall"
+
+	"github.com/raftstream/raftstream/cluster"
 )
 
 // TLSOptions are Redis's client TLS settings (tls-cert-file,
@@ -47,9 +47,9 @@ func ServerTLSConfig(o TLSOptions) (*tls.Config, error) {
 	if o.CAFile == "" {
 		return nil, errors.New("tls: --tls-ca-cert-file is required to authenticate clients (or --tls-auth-clients no)")
 	}
-	pool, err := LoadCertPool(o.CAFile)
+	pool, err := cluster.LoadCertPool(o.CAFile)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("tls: %w", err)
 	}
 	cfg.ClientCAs = pool
 	return cfg, nil
@@ -82,19 +82,6 @@ func (c tlsConn) SyscallConn() (syscall.RawConn, error) {
 		return sc.SyscallConn()
 	}
 	return nil, syscall.EINVAL
-}
-
-// LoadCertPool reads PEM CA certificates.
-func LoadCertPool(file string) (*x509.CertPool, error) {
-	pem, err := os.ReadFile(file)
-	if err != nil {
-		return nil, fmt.Errorf("tls: reading CA certificates: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("tls: no PEM certificate in %s", file)
-	}
-	return pool, nil
 }
 
 // MultiListener merges listeners (a plaintext port and a TLS port) into

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/raftstream/raftstream/cluster"
 	"github.com/raftstream/raftstream/resp/resptest"
 )
 
@@ -43,7 +44,7 @@ func startTLS(t *testing.T, o TLSOptions, cfg Config) (plain, secure string) {
 
 func clientTLS(t *testing.T, f resptest.TLSFiles, withCert bool) *tls.Config {
 	t.Helper()
-	pool, err := LoadCertPool(f.CA)
+	pool, err := cluster.LoadCertPool(f.CA)
 	if err != nil {
 		t.Fatal(err)
 	}

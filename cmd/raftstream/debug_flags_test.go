@@ -2,6 +2,7 @@ package main
 
 import (
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 )
@@ -31,5 +32,36 @@ func TestDebugFlags(t *testing.T) {
 	}
 	if _, err := parseFlags([]string{"--debug-inject-bug", "lose-everything"}); err == nil {
 		t.Error("unknown bug accepted")
+	}
+}
+
+// TestEnvSwitchesReachClusterConfig: the environment-only switches fill
+// cluster.Config, are off when unset or empty, and a segment size that is
+// not a positive byte count is refused at startup naming the variable.
+func TestEnvSwitchesReachClusterConfig(t *testing.T) {
+	for _, env := range []string{logStoreEnv, nodeLogSegmentEnv, logStoreFaultEnv} {
+		t.Setenv(env, "")
+	}
+	o, err := parseFlags(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := clusterConfig(o, slog.New(slog.DiscardHandler)); c.LogStore != "" || c.NodeLogSegmentBytes != 0 || c.LogStoreFaultFile != "" {
+		t.Errorf("unset: LogStore %q, NodeLogSegmentBytes %d, LogStoreFaultFile %q", c.LogStore, c.NodeLogSegmentBytes, c.LogStoreFaultFile)
+	}
+	t.Setenv(logStoreEnv, "bolt")
+	t.Setenv(nodeLogSegmentEnv, "262144")
+	t.Setenv(logStoreFaultEnv, "/tmp/fail-fsync")
+	if o, err = parseFlags(nil); err != nil {
+		t.Fatal(err)
+	}
+	if c := clusterConfig(o, slog.New(slog.DiscardHandler)); c.LogStore != "bolt" || c.NodeLogSegmentBytes != 262144 || c.LogStoreFaultFile != "/tmp/fail-fsync" {
+		t.Errorf("set: LogStore %q, NodeLogSegmentBytes %d, LogStoreFaultFile %q", c.LogStore, c.NodeLogSegmentBytes, c.LogStoreFaultFile)
+	}
+	for _, bad := range []string{"0", "-1", "256k", "x"} {
+		t.Setenv(nodeLogSegmentEnv, bad)
+		if _, err := parseFlags(nil); err == nil || !strings.Contains(err.Error(), nodeLogSegmentEnv) {
+			t.Errorf("%s=%q: %v", nodeLogSegmentEnv, bad, err)
+		}
 	}
 }

@@ -142,7 +142,7 @@ func tail(b []byte, n int) []byte {
 // startup with a message naming the file, instead of serving from it or
 // panicking. TestCorruptNodeLogRefusesToStart is the node log's.
 func TestCorruptLogStoreRefusesToStart(t *testing.T) {
-	t.Setenv("RAFTSTREAM_RAFT_LOG_STORE", "bolt")
+	t.Setenv(logStoreEnv, "bolt")
 	for _, tc := range []struct {
 		name   string
 		damage func(path string) error

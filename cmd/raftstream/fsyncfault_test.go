@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftstream/raftstream/fsm"
 	"github.com/raftstream/raftstream/resp/resptest"
 )
 
@@ -24,14 +23,14 @@ type writerLog struct {
 
 // TestFsyncErrorLosesNoAcknowledgedWrite makes the Raft log store's writes
 // fail with an fsync error (EIO) while four clients write
-// (fsm.LogStoreFaultEnv: the write reaches bbolt, its result is replaced):
+// (logStoreFaultEnv: the write reaches bbolt, its result is replaced):
 // from its first error on no connection is acknowledged a write; the node
 // reports the fault in its log, INFO persistence, /readyz and /metrics;
 // after a restart on the healed disk every acknowledged write is there and
 // the node serves again.
 func TestFsyncErrorLosesNoAcknowledgedWrite(t *testing.T) {
 	faultFile := filepath.Join(t.TempDir(), "fail-fsync")
-	t.Setenv(fsm.LogStoreFaultEnv, faultFile)
+	t.Setenv(logStoreFaultEnv, faultFile)
 	admin := "127.0.0.1:" + strconv.Itoa(resptest.FreePort(t))
 	n := startNode(t, "", "--admin-addr", admin, "--snapshot-interval", "1h")
 	if code, body := httpGet("http://" + admin + "/readyz"); code != 200 {

@@ -79,6 +79,41 @@ type options struct {
 	debugClockOffset time.Duration
 	debugInjectBug   string
 	debugDialMap     string
+	// From the environment only (readEnvSwitches).
+	raftLogStore           string
+	nodeLogSegmentBytes    int64
+	debugLogStoreFaultFile string
+}
+
+// Switches read from the environment only, with no flag: experiment and
+// test settings (the RAFTSTREAM_<FLAG> variables are read with the flags).
+const (
+	// logStoreEnv selects the Raft log store of new shard directories:
+	// node (default), bolt or wal (cluster.Config.LogStore).
+	logStoreEnv = "RAFTSTREAM_RAFT_LOG_STORE"
+	// nodeLogSegmentEnv, a positive byte count, sets the node log's segment
+	// size (cluster.Config.NodeLogSegmentBytes): fault-injection runs use
+	// small segments so rotation and deletion happen within minutes.
+	nodeLogSegmentEnv = "RAFTSTREAM_NODE_LOG_SEGMENT_BYTES"
+	// logStoreFaultEnv is TEST ONLY (the fsync-error test): while a file
+	// exists at this path every Raft log write fails with an fsync error
+	// (cluster.Config.LogStoreFaultFile). Never set in production.
+	logStoreFaultEnv = "RAFTSTREAM_DEBUG_LOG_STORE_FAULT_FILE"
+)
+
+// readEnvSwitches fills o's environment-only settings; an empty variable is
+// unset.
+func readEnvSwitches(o *options) error {
+	o.raftLogStore = os.Getenv(logStoreEnv)
+	o.debugLogStoreFaultFile = os.Getenv(logStoreFaultEnv)
+	if v := os.Getenv(nodeLogSegmentEnv); v != "" {
+		b, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || b <= 0 {
+			return fmt.Errorf("%s=%q is not a positive byte count", nodeLogSegmentEnv, v)
+		}
+		o.nodeLogSegmentBytes = b
+	}
+	return nil
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -144,6 +179,9 @@ func parseFlags(args []string) (*options, error) {
 	}
 	if err := fsm.ValidDebugBug(o.debugInjectBug); err != nil {
 		return nil, fmt.Errorf("--debug-inject-bug: %w", err)
+	}
+	if err := readEnvSwitches(o); err != nil {
+		return nil, err
 	}
 	return o, nil
 }
@@ -317,10 +355,13 @@ func clusterConfig(o *options, log *slog.Logger) cluster.Config {
 	c.SnapshotInterval = o.snapshotInterval
 	c.SnapshotThreshold = o.snapshotThreshold
 	c.TrailingLogs = o.trailingLogs
+	c.LogStore = o.raftLogStore
+	c.NodeLogSegmentBytes = o.nodeLogSegmentBytes
 	if off := o.debugClockOffset; off != 0 {
 		c.Now = func() time.Time { return time.Now().Add(off) }
 	}
 	c.InjectBug = o.debugInjectBug
+	c.LogStoreFaultFile = o.debugLogStoreFaultFile
 	for _, kv := range strings.Split(o.debugDialMap, ",") {
 		if from, to, ok := strings.Cut(strings.TrimSpace(kv), "="); ok {
 			if c.DebugDialMap == nil {

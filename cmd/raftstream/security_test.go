@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/raftstream/raftstream/cluster"
 	"github.com/raftstream/raftstream/resp"
 	"github.com/raftstream/raftstream/resp/resptest"
 )
@@ -149,7 +150,7 @@ func TestTLSPortProcess(t *testing.T) {
 	n := startNode(t, "", "--tls-port", strconv.Itoa(tlsPort), "--tls-cert-file", f.ServerCert, "--tls-key-file", f.ServerKey,
 		"--tls-ca-cert-file", f.CA)
 	tlsAddr := "127.0.0.1:" + strconv.Itoa(tlsPort)
-	pool, err := resp.LoadCertPool(f.CA)
+	pool, err := cluster.LoadCertPool(f.CA)
 	if err != nil {
 		t.Fatal(err)
 	}

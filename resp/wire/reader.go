@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"io"
+
+	"github.com/raftstream/raftstream/engine"
 )
 
 // Reader reads client requests — RESP multibulks and inline commands —
@@ -297,7 +299,7 @@ func (rd *Reader) parseMultibulk(b []byte, off int) (end, n int, err error) {
 		if err != nil || next == 0 {
 			return 0, 0, err
 		}
-		count, ok := ParseInt(line[1:])
+		count, ok := engine.ParseInt(line[1:])
 		switch {
 		case !ok || count > MaxArgs:
 			return 0, 0, errMultibulkLength
@@ -322,7 +324,7 @@ func (rd *Reader) parseMultibulk(b []byte, off int) (end, n int, err error) {
 			if next == 0 {
 				break
 			}
-			size, ok := ParseInt(line[1:])
+			size, ok := engine.ParseInt(line[1:])
 			if !ok || size < 0 || size > rd.lim.MaxBulk {
 				return 0, 0, errBulkLength
 			}
@@ -364,46 +366,6 @@ func headerLine(b []byte, i int, invalid, tooBig error) (line []byte, next int, 
 		return nil, 0, invalid
 	}
 	return b[i : i+j-1], i + j + 1, nil
-}
-
-// ParseInt parses a decimal integer as Redis's string2ll does: an optional
-// '-', no '+', no leading zeros (except "0" itself), no spaces, within
-// int64. It allocates nothing.
-func ParseInt(b []byte) (int64, bool) {
-	if len(b) == 0 || len(b) > 20 {
-		return 0, false
-	}
-	if len(b) == 1 && b[0] == '0' {
-		return 0, true
-	}
-	neg := b[0] == '-'
-	if neg {
-		b = b[1:]
-	}
-	if len(b) == 0 || b[0] < '1' || b[0] > '9' {
-		return 0, false
-	}
-	var v uint64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		d := uint64(c - '0')
-		if v > (1<<64-1-d)/10 {
-			return 0, false
-		}
-		v = v*10 + d
-	}
-	if neg {
-		if v > 1<<63 {
-			return 0, false
-		}
-		return -int64(v), true
-	}
-	if v > 1<<63-1 {
-		return 0, false
-	}
-	return int64(v), true
 }
 
 // parseInline parses one complete inline (telnet) command at the start of

@@ -201,25 +201,6 @@ func TestReaderMatchesReference(t *testing.T) {
 	}
 }
 
-func TestParseIntIsRedisString2ll(t *testing.T) {
-	for _, tc := range []struct {
-		in string
-		n  int64
-		ok bool
-	}{
-		{"0", 0, true}, {"7", 7, true}, {"-7", -7, true}, {"9223372036854775807", 1<<63 - 1, true},
-		{"-9223372036854775808", -1 << 63, true}, {"9223372036854775808", 0, false},
-		{"-9223372036854775809", 0, false}, {"18446744073709551616", 0, false},
-		{"", 0, false}, {"-", 0, false}, {"+1", 0, false}, {"01", 0, false}, {"-0", 0, false},
-		{" 1", 0, false}, {"1 ", 0, false}, {"1a", 0, false}, {"99999999999999999999999", 0, false},
-	} {
-		n, ok := ParseInt([]byte(tc.in))
-		if n != tc.n || ok != tc.ok {
-			t.Errorf("ParseInt(%q) = %d, %v; want %d, %v", tc.in, n, ok, tc.n, tc.ok)
-		}
-	}
-}
-
 // TestReaderArgumentsOutliveTheRead: arguments are copies that later reads
 // do not overwrite (a MULTI queue keeps them).
 func TestReaderArgumentsOutliveTheRead(t *testing.T) {

@@ -1,19 +1,26 @@
-package fsm
+package cluster
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log"
 	"log/slog"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
 )
 
-// NewHCLogger adapts l to hashicorp's hclog.Logger (what raft and its
-// transports take), dropping messages below min. Key/value arguments pass
-// through unchanged; both libraries use alternating key/value pairs.
-func NewHCLogger(l *slog.Logger, min slog.Level) hclog.Logger {
+// Every Raft group of the node (its shards, the controller) and their
+// transports, snapshot stores and log stores log through hashicorp's
+// hclog.Logger; the node logs through log/slog. This file adapts the one to
+// the other.
+
+// newHCLogger adapts l to hclog.Logger, dropping messages below min.
+// Key/value arguments pass through unchanged; both libraries use
+// alternating key/value pairs.
+func newHCLogger(l *slog.Logger, min slog.Level) hclog.Logger {
 	if l == nil {
 		l = slog.Default()
 	}
@@ -120,4 +127,20 @@ type lineWriter struct{ h *hcLogger }
 func (w lineWriter) Write(p []byte) (int, error) {
 	w.h.Info(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// shutdownQuiet wraps a transport's logger so that errors which only say
+// "the transport is shutting down" (raft.ErrTransportShutdown among the
+// key/value arguments) are logged at DEBUG: on a clean Close every open
+// connection would otherwise report one ERROR.
+type shutdownQuiet struct{ hclog.Logger }
+
+func (l shutdownQuiet) Error(msg string, args ...any) {
+	for _, a := range args {
+		if err, ok := a.(error); ok && errors.Is(err, raft.ErrTransportShutdown) {
+			l.Logger.Debug(msg, args...)
+			return
+		}
+	}
+	l.Logger.Error(msg, args...)
 }
