@@ -9,10 +9,10 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 )
 
-func newTLSMux(t *testing.T, f *resptest.TLSFiles) *Mux {
+func newTLSMux(t *testing.T, f *testkit.TLSFiles) *Mux {
 	t.Helper()
 	m := newTestMux(t)
 	if f != nil {
@@ -61,8 +61,8 @@ func exchange(t *testing.T, from, to *Mux) bool {
 // nothing through in either direction (so it can neither join nor take
 // part in Raft).
 func TestBusMutualTLS(t *testing.T) {
-	good := resptest.WriteTLSFiles(t, "cluster")
-	bad := resptest.WriteTLSFiles(t, "rogue")
+	good := testkit.WriteTLSFiles(t, "cluster")
+	bad := testkit.WriteTLSFiles(t, "rogue")
 	a, b := newTLSMux(t, &good), newTLSMux(t, &good)
 	if !exchange(t, a, b) || !exchange(t, b, a) {
 		t.Fatal("two nodes of the same CA cannot talk")
@@ -102,11 +102,11 @@ func TestBusMutualTLS(t *testing.T) {
 // that keeps writing must still get a certificate error, however the
 // timing falls, so a node or admin tool can say what is wrong.
 func TestBusTLSRefusedClientWriteIsCertError(t *testing.T) {
-	good := resptest.WriteTLSFiles(t, "cluster")
-	bad := resptest.WriteTLSFiles(t, "rogue")
+	good := testkit.WriteTLSFiles(t, "cluster")
+	bad := testkit.WriteTLSFiles(t, "rogue")
 	// The rogue node trusts the cluster CA, so its side of the handshake
 	// succeeds; only the server refuses (the case that raced).
-	mixed := resptest.TLSFiles{ServerCert: bad.ServerCert, ServerKey: bad.ServerKey, CA: good.CA}
+	mixed := testkit.TLSFiles{ServerCert: bad.ServerCert, ServerKey: bad.ServerKey, CA: good.CA}
 	a, rogue := newTLSMux(t, &good), newTLSMux(t, &mixed)
 	l := a.Layer(RPCGroup)
 	defer l.Close()

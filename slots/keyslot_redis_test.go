@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 )
 
 // TestKeyslotMatchesRedis compares Of with CLUSTER KEYSLOT of a real
@@ -15,9 +15,9 @@ import (
 // braces so the hash-tag rule is exercised.
 func TestKeyslotMatchesRedis(t *testing.T) {
 	dir := t.TempDir()
-	addr := resptest.StartRedis(t, "--cluster-enabled", "yes",
+	addr := testkit.StartRedis(t, "--cluster-enabled", "yes",
 		"--cluster-config-file", filepath.Join(dir, "nodes.conf"))
-	c, err := resptest.Dial(addr)
+	c, err := testkit.Dial(addr)
 	if err != nil {
 		t.Fatal(err)
 	}

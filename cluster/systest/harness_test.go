@@ -18,7 +18,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 	"github.com/raftstream/raftstream/slots"
 )
 
@@ -119,7 +119,7 @@ type cluster struct {
 
 func (c *cluster) freePort() int {
 	for i := 0; i < 1000; i++ {
-		if p := resptest.FreePort(c.t); !c.used[p] {
+		if p := testkit.FreePort(c.t); !c.used[p] {
 			c.used[p] = true
 			return p
 		}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -15,7 +15,7 @@ import (
 // without XACK are taken over by XAUTOCLAIM, processed as claimed
 // deliveries and acknowledged, leaving the PEL empty.
 func TestReaderClaimsStaleEntries(t *testing.T) {
-	addr := resptest.StartRedis(t)
+	addr := testkit.StartRedis(t)
 	ctx := context.Background()
 	c := redis.NewClient(&redis.Options{Addr: addr, DisableIdentity: true})
 	defer c.Close()
@@ -72,8 +72,8 @@ func TestReaderClaimsStaleEntries(t *testing.T) {
 // against a one-node Redis Cluster holding every slot: each partition is
 // routed by its hash tag and read by its own reader.
 func TestRunClusterModeVerified(t *testing.T) {
-	addr := resptest.StartRedis(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
-	conn, err := resptest.Dial(addr)
+	addr := testkit.StartRedis(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
+	conn, err := testkit.Dial(addr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 )
 
 // httpGet returns the status and body of an admin endpoint (status 0 when
@@ -73,7 +73,7 @@ func scrape(t *testing.T, adminAddr string) map[string]float64 {
 // rawDo runs one command on addr and returns the raw reply.
 func rawDo(t *testing.T, addr string, args ...string) string {
 	t.Helper()
-	c, err := resptest.Dial(addr)
+	c, err := testkit.Dial(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,10 +102,10 @@ func runCLI(t *testing.T, args ...string) (string, error) {
 // stream workload through a real client, and finds the named series with
 // the values the workload implies.
 func TestAdminMetricsAfterWorkload(t *testing.T) {
-	admin := fmt.Sprintf("127.0.0.1:%d", resptest.FreePort(t))
+	admin := fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t))
 	n := startNode(t, "", "--admin-addr", admin, "--metrics-streams", "2")
 	const N, read = 60, 25
-	c, err := resptest.Dial(n.Addr)
+	c, err := testkit.Dial(n.Addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,8 +229,8 @@ func startAdminCluster(t *testing.T, n, shards int) []*clusterProc {
 	root := t.TempDir()
 	ports, buses, adms := make([]int, n), make([]string, n), make([]int, n)
 	for i := range ports {
-		ports[i], adms[i] = resptest.FreePort(t), resptest.FreePort(t)
-		buses[i] = "127.0.0.1:" + strconv.Itoa(resptest.FreePort(t))
+		ports[i], adms[i] = testkit.FreePort(t), testkit.FreePort(t)
+		buses[i] = "127.0.0.1:" + strconv.Itoa(testkit.FreePort(t))
 	}
 	procs := make([]*clusterProc, n)
 	for i := range procs {

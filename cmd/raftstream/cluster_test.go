@@ -13,7 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 	"github.com/raftstream/raftstream/slots"
 )
 
@@ -25,8 +25,8 @@ func startCluster(t *testing.T, n, shards int, extra ...string) ([]string, []*ex
 	root := t.TempDir()
 	ports, buses := make([]int, n), make([]string, n)
 	for i := range ports {
-		ports[i] = resptest.FreePort(t)
-		buses[i] = "127.0.0.1:" + strconv.Itoa(resptest.FreePort(t))
+		ports[i] = testkit.FreePort(t)
+		buses[i] = "127.0.0.1:" + strconv.Itoa(testkit.FreePort(t))
 	}
 	cmds := make([]*exec.Cmd, n)
 	addrs := make([]string, n)
@@ -255,7 +255,7 @@ func TestForwardingTutorialWithPlainRedisCLI(t *testing.T) {
 		t.Fatalf("every tutorial key is led by %s; nothing would be forwarded", node)
 	}
 	t.Logf("tutorial through %s: %d of %d keys led by other nodes", node, remote, len(keys))
-	ref := resptest.StartRedis(t)
+	ref := testkit.StartRedis(t)
 	for _, step := range tutorialSteps {
 		args := strings.Fields(step)
 		got, want := redisCLI(t, node, args...), redisCLI(t, ref, args...)

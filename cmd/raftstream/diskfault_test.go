@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 )
 
 // mountTmpfs mounts a tmpfs of size at a fresh directory (unmounted at
@@ -78,7 +78,7 @@ func TestDiskFullLosesNoAcknowledgedWrite(t *testing.T) {
 		r, err := c.Do("XADD", "s", "*", "f", val)
 		if err != nil {
 			failures["connection: "+err.Error()]++
-			if c, err = resptest.Dial(n.Addr); err != nil {
+			if c, err = testkit.Dial(n.Addr); err != nil {
 				break // the node exited: that is a clear stop too
 			}
 			continue

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/raftstream/raftstream/fsm"
-	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 )
 
 // writerLog is one connection's XADD outcomes, in order.
@@ -32,7 +32,7 @@ type writerLog struct {
 func TestFsyncErrorLosesNoAcknowledgedWrite(t *testing.T) {
 	faultFile := filepath.Join(t.TempDir(), "fail-fsync")
 	t.Setenv(fsm.LogStoreFaultEnv, faultFile)
-	admin := "127.0.0.1:" + strconv.Itoa(resptest.FreePort(t))
+	admin := "127.0.0.1:" + strconv.Itoa(testkit.FreePort(t))
 	n := startNode(t, "", "--admin-addr", admin, "--snapshot-interval", "1h")
 	if code, body := httpGet("http://" + admin + "/readyz"); code != 200 {
 		t.Fatalf("/readyz before the fault: %d %s", code, body)
@@ -50,7 +50,7 @@ func TestFsyncErrorLosesNoAcknowledgedWrite(t *testing.T) {
 		go func() {
 			defer total.Done()
 			l := logs[w]
-			c, err := resptest.Dial(n.Addr)
+			c, err := testkit.Dial(n.Addr)
 			if err != nil {
 				l.errs["dial: "+err.Error()]++
 				return

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 )
 
 // binary is the raftstream executable built once for the whole test run.
@@ -85,8 +85,8 @@ func (n *node) start() {
 	n.t.Helper()
 	var lastLog []byte
 	for attempt := 0; attempt < 5; attempt++ {
-		port := resptest.FreePort(n.t)
-		bus := resptest.FreePort(n.t)
+		port := testkit.FreePort(n.t)
+		bus := testkit.FreePort(n.t)
 		if n.Port != 0 {
 			port, bus = n.Port, n.Bus // restart on the same ports
 		}
@@ -124,7 +124,7 @@ func waitReady(addr string, d time.Duration, cmd *exec.Cmd) bool {
 		if cmd.ProcessState != nil {
 			return false
 		}
-		c, err := resptest.Dial(addr)
+		c, err := testkit.Dial(addr)
 		if err == nil {
 			r, err := c.Do("PING")
 			c.Close()
@@ -172,9 +172,9 @@ func (n *node) restart() {
 	n.start()
 }
 
-func dial(t testing.TB, addr string) *resptest.Conn {
+func dial(t testing.TB, addr string) *testkit.Conn {
 	t.Helper()
-	c, err := resptest.Dial(addr)
+	c, err := testkit.Dial(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func dial(t testing.TB, addr string) *resptest.Conn {
 	return c
 }
 
-func do(t testing.TB, c *resptest.Conn, args ...string) string {
+func do(t testing.TB, c *testkit.Conn, args ...string) string {
 	t.Helper()
 	r, err := c.Do(args...)
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 )
 
 // TestBulkLoadMemoryStaysNearRedis loads the 1M uniform order entries of
@@ -47,13 +47,13 @@ func TestBulkLoadMemoryStaysNearRedis(t *testing.T) {
 			len(id), id, i%10000000, 10000+i%90000, i%1000000)
 	}
 
-	redis := resptest.StartRedis(t)
+	redis := testkit.StartRedis(t)
 	redisPid := serverPid(t, redis)
 	pipeLoad(t, redis, fill.Bytes(), n)
 	time.Sleep(2 * time.Second)
 	redisRSS := procStatus(t, redisPid)["VmRSS"]
 
-	admin := fmt.Sprintf("127.0.0.1:%d", resptest.FreePort(t))
+	admin := fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t))
 	nd := startNode(t, "", "--admin-addr", admin, "--pprof")
 	before := procStatus(t, nd.cmd.Process.Pid)
 	var peakAnon, peakGo atomic.Int64

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 )
 
 // Acceptance test of the Redis 8.x stream features under failover: an
@@ -108,8 +108,8 @@ func startR8Cluster(t *testing.T) []*r8Node {
 	const n = 3
 	ports, buses := make([]int, n), make([]string, n)
 	for i := range ports {
-		ports[i] = resptest.FreePort(t)
-		buses[i] = "127.0.0.1:" + strconv.Itoa(resptest.FreePort(t))
+		ports[i] = testkit.FreePort(t)
+		buses[i] = "127.0.0.1:" + strconv.Itoa(testkit.FreePort(t))
 	}
 	nodes := make([]*r8Node, n)
 	for i := range nodes {
@@ -193,7 +193,7 @@ func parseRESP(b []byte) (any, []byte, error) {
 type r8Client struct {
 	addrs []string
 	cur   string
-	conn  *resptest.Conn
+	conn  *testkit.Conn
 	// uncertain: the last call resent its command after an error that
 	// leaves the outcome of an earlier attempt unknown (connection error
 	// after sending, UNKNOWN).
@@ -204,7 +204,7 @@ type r8Client struct {
 // the connection (the next call redials) and are returned.
 func (c *r8Client) do(args ...string) ([]byte, error) {
 	if c.conn == nil {
-		conn, err := resptest.Dial(c.cur)
+		conn, err := testkit.Dial(c.cur)
 		if err != nil {
 			return nil, err
 		}
@@ -705,7 +705,7 @@ func shardLeader(t *testing.T, addrs []string) int {
 	t.Helper()
 	for attempt := 0; attempt < 100; attempt++ {
 		for i, a := range addrs {
-			c, err := resptest.Dial(a)
+			c, err := testkit.Dial(a)
 			if err != nil {
 				continue
 			}
@@ -801,7 +801,7 @@ func assertReplicasAgree(t *testing.T, addrs []string, d time.Duration) []byte {
 		{"XINFO", "GROUPS", r8Key},
 	}
 	snapshot := func(addr string) ([]byte, error) {
-		c, err := resptest.Dial(addr)
+		c, err := testkit.Dial(addr)
 		if err != nil {
 			return nil, err
 		}

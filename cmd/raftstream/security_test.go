@@ -14,8 +14,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/raftstream/raftstream/jepsen/testkit"
 	"github.com/raftstream/raftstream/resp"
-	"github.com/raftstream/raftstream/resp/resptest"
 )
 
 // doUntil repeats cmd on addr until pred accepts the reply (bounded).
@@ -23,7 +23,7 @@ func doUntil(t *testing.T, addr string, pred func(string) bool, cmd ...string) s
 	t.Helper()
 	var last string
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		c, err := resptest.Dial(addr)
+		c, err := testkit.Dial(addr)
 		if err != nil {
 			continue
 		}
@@ -144,8 +144,8 @@ func TestRequirepassNotLogged(t *testing.T) {
 // A node serves a TLS port next to its plaintext port; redis-cli --tls and
 // go-redis connect with a client certificate.
 func TestTLSPortProcess(t *testing.T) {
-	f := resptest.WriteTLSFiles(t, "node")
-	tlsPort := resptest.FreePort(t)
+	f := testkit.WriteTLSFiles(t, "node")
+	tlsPort := testkit.FreePort(t)
 	n := startNode(t, "", "--tls-port", strconv.Itoa(tlsPort), "--tls-cert-file", f.ServerCert, "--tls-key-file", f.ServerKey,
 		"--tls-ca-cert-file", f.CA)
 	tlsAddr := "127.0.0.1:" + strconv.Itoa(tlsPort)
@@ -176,8 +176,8 @@ func TestTLSPortProcess(t *testing.T) {
 
 // A 3-node cluster whose bus is mutual TLS forms and serves writes.
 func TestClusterBusTLS(t *testing.T) {
-	f := resptest.WriteTLSFiles(t, "cluster")
-	tlsArgs := func(f resptest.TLSFiles) []string {
+	f := testkit.WriteTLSFiles(t, "cluster")
+	tlsArgs := func(f testkit.TLSFiles) []string {
 		return []string{"--tls-cluster", "--tls-cert-file", f.ServerCert, "--tls-key-file", f.ServerKey, "--tls-ca-cert-file", f.CA}
 	}
 	addrs, _ := startCluster(t, 3, 3, tlsArgs(f)...)
@@ -220,7 +220,7 @@ func TestACLFileFlag(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, binary, "--port", strconv.Itoa(resptest.FreePort(t)), "--cluster-port", strconv.Itoa(resptest.FreePort(t)),
+	out, err := exec.CommandContext(ctx, binary, "--port", strconv.Itoa(testkit.FreePort(t)), "--cluster-port", strconv.Itoa(testkit.FreePort(t)),
 		"--dir", t.TempDir(), "--aclfile", file).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "users.acl:1") {
 		t.Errorf("bad ACL file: %v %s", err, tail(out, 1000))

@@ -10,7 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 	"github.com/raftstream/raftstream/slots"
 )
 
@@ -159,7 +159,7 @@ func parseCursor(s string) uint64 {
 
 func TestMalformedProtocol(t *testing.T) {
 	rs := startNode(t, "")
-	redisAddr := resptest.StartRedis(t)
+	redisAddr := testkit.StartRedis(t)
 	for _, raw := range []string{"*1\r\n$x\r\n", "*a\r\n", "*1\r\n+PING\r\n",
 		"*1\r\n$4\r\nPING\r\n*1\r\n$600000000\r\n", "*2147483648\r\n", "*1\r\n$-2\r\n"} {
 		var got [2]string
@@ -189,7 +189,7 @@ func TestMalformedProtocol(t *testing.T) {
 // TestEmptyMultibulkIgnored: Redis skips "*0" and "*-1" frames.
 func TestEmptyMultibulkIgnored(t *testing.T) {
 	rs := startNode(t, "")
-	redisAddr := resptest.StartRedis(t)
+	redisAddr := testkit.StartRedis(t)
 	for _, addr := range []string{rs.Addr, redisAddr} {
 		c := dial(t, addr)
 		if err := c.WriteRaw([]byte("*0\r\n*-1\r\n*1\r\n$4\r\nPING\r\n")); err != nil {

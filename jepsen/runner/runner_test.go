@@ -15,7 +15,7 @@ import (
 	"github.com/raftstream/raftstream/jepsen/history"
 	"github.com/raftstream/raftstream/jepsen/local"
 	"github.com/raftstream/raftstream/jepsen/report"
-	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 )
 
 func redisConfig(t *testing.T, persist bool, faults ...string) Config {
@@ -181,7 +181,7 @@ func TestRaftstreamMembershipChange(t *testing.T) {
 // read the first one's entries as writes nobody made.
 func TestRunningServerTwice(t *testing.T) {
 	cfg := redisConfig(t, true, FaultStall, FaultReset)
-	port := resptest.FreePort(t)
+	port := testkit.FreePort(t)
 	n := &local.Node{Name: "r", Bin: cfg.Bin, Args: cfg.Args, Port: port, Dir: t.TempDir()}
 	if err := n.Start(20 * time.Second); err != nil {
 		t.Fatal(err)
