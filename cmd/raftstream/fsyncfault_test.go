@@ -123,7 +123,7 @@ func TestFsyncErrorLosesNoAcknowledgedWrite(t *testing.T) {
 	}
 
 	// The node reports the fault.
-	logb, _ := os.ReadFile(n.log)
+	logb, _ := os.ReadFile(n.Log)
 	if !bytes.Contains(logb, []byte("Raft log store write failed")) || !bytes.Contains(logb, []byte("input/output error")) {
 		t.Errorf("the log does not report the failed write:\n%s", tail(logb, 3000))
 	}
@@ -139,11 +139,11 @@ func TestFsyncErrorLosesNoAcknowledgedWrite(t *testing.T) {
 	}
 
 	// Restart on the healed disk: every acknowledged write is there.
-	n.kill()
+	n.Kill()
 	if err := os.Remove(faultFile); err != nil {
 		t.Fatal(err)
 	}
-	n.restart()
+	n.Restart()
 	c := dial(t, n.Addr)
 	for w, l := range logs {
 		c.SetDeadline(time.Now().Add(30 * time.Second))

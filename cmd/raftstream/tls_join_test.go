@@ -58,7 +58,7 @@ func TestTLSClusterJoinOnlyWithClusterCertificate(t *testing.T) {
 	tlsArgs := func(cert, key, ca string) []string {
 		return []string{"--tls-cluster", "--tls-cert-file", cert, "--tls-key-file", key, "--tls-ca-cert-file", ca}
 	}
-	addrs, _ := startCluster(t, 3, 3, append(tlsArgs(good.ServerCert, good.ServerKey, good.CA), "--log-level", "warn")...)
+	addrs := addrsOf(startCluster(t, 3, 3, append(tlsArgs(good.ServerCert, good.ServerKey, good.CA), "--log-level", "warn")...))
 	members := clusterBuses(t, addrs[0])
 	if len(members) != 3 {
 		t.Fatalf("CLUSTER NODES: %v", members)
@@ -101,7 +101,7 @@ func TestTLSClusterJoinOnlyWithClusterCertificate(t *testing.T) {
 			args := append([]string{"--port", strconv.Itoa(testkit.FreePort(t)), "--cluster-port", strconv.Itoa(testkit.FreePort(t)),
 				"--dir", t.TempDir(), "--join", join, "--log-level", "info"}, tlsArgs(tc.cert, tc.key, tc.ca)...)
 			start := time.Now()
-			out, err := exec.CommandContext(rctx, binary, args...).CombinedOutput()
+			out, err := exec.CommandContext(rctx, testkit.Server(t), args...).CombinedOutput()
 			if rctx.Err() != nil {
 				t.Fatalf("a node with a wrong certificate kept trying to join for 90s:\n%s", tail(out, 3000))
 			}
