@@ -13,11 +13,12 @@ import (
 
 	"github.com/raftstream/raftstream/cluster"
 	"github.com/raftstream/raftstream/resp"
+	"github.com/raftstream/raftstream/resp/wire"
 )
 
-// Operator subcommands and the admin HTTP server's flags. The logic lives in
-// resp (admin.go, admin_client.go, admin_cmds.go); this file only parses
-// arguments and prints.
+// Operator subcommands and the admin HTTP server's flags. The server side
+// lives in resp (admin.go, admin_cmds.go), the client side in
+// admin_client.go; this file only parses arguments and prints.
 //
 //	raftstream status          --addr host:port        table of nodes and shard replicas
 //	raftstream transfer-leader --addr host:port --shard N [--to node-id]
@@ -80,12 +81,12 @@ func statusCmd(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	nodes, rows, err := resp.ClusterStatus(*addr, *pass, *timeout)
+	nodes, rows, err := clusterStatus(*addr, *pass, *timeout)
 	if err != nil {
 		fmt.Fprintln(stderr, "raftstream status:", err)
 		return 1
 	}
-	if err := resp.WriteStatus(stdout, nodes, rows); err != nil {
+	if err := writeStatus(stdout, nodes, rows); err != nil {
 		fmt.Fprintln(stderr, "raftstream status:", err)
 		return 1
 	}
@@ -112,19 +113,19 @@ func transferLeaderCmd(args []string, stdout, stderr io.Writer) int {
 	// it up again, a bounded number of times.
 	deadline := time.Now().Add(*timeout)
 	for attempt := 1; ; attempt++ {
-		_, rows, err := resp.ClusterStatus(*addr, *pass, *timeout)
+		_, rows, err := clusterStatus(*addr, *pass, *timeout)
 		if err != nil {
 			fmt.Fprintln(stderr, "raftstream transfer-leader:", err)
 			return 1
 		}
-		leader := resp.ShardLeaderAddr(rows, *shard)
+		leader := shardLeaderAddr(rows, *shard)
 		if leader != "" {
 			err = adminOnce(leader, *pass, *timeout, cmd)
 			if err == nil {
 				fmt.Fprintln(stdout, "OK")
 				return 0
 			}
-			var ae resp.AdminError
+			var ae wire.Error
 			if !errors.As(err, &ae) || !strings.HasPrefix(string(ae), "TRYAGAIN") {
 				fmt.Fprintln(stderr, "raftstream transfer-leader:", err)
 				return 1
@@ -140,12 +141,12 @@ func transferLeaderCmd(args []string, stdout, stderr io.Writer) int {
 
 // adminOnce sends one admin command whose reply is a status.
 func adminOnce(addr, pass string, timeout time.Duration, cmd []string) error {
-	c, err := resp.DialAdmin(addr, pass, timeout)
+	c, err := adminDial(addr, pass, timeout)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	_, err = c.Do(cmd...)
+	_, err = adminDo(c, cmd...)
 	return err
 }
 
@@ -178,13 +179,13 @@ func removeNodeCmd(args []string, stdout, stderr io.Writer) int {
 
 // doAdmin runs one admin command and prints its reply.
 func doAdmin(addr, pass string, timeout time.Duration, cmd []string, stdout, stderr io.Writer) int {
-	c, err := resp.DialAdmin(addr, pass, timeout)
+	c, err := adminDial(addr, pass, timeout)
 	if err != nil {
 		fmt.Fprintln(stderr, "raftstream:", err)
 		return 1
 	}
 	defer c.Close()
-	v, err := c.Do(cmd...)
+	v, err := adminDo(c, cmd...)
 	if err != nil {
 		fmt.Fprintf(stderr, "raftstream: %s: %v\n", strings.ToLower(strings.Join(cmd[:2], " ")), err)
 		return 1

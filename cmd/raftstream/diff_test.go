@@ -278,6 +278,22 @@ func TestHealthSubcommand(t *testing.T) {
 	}
 }
 
+// TestHealthSubcommandWithPassword: health authenticates with
+// --requirepass; without the password, or with a wrong one, the node is
+// not reported healthy.
+func TestHealthSubcommandWithPassword(t *testing.T) {
+	rs := startNode(t, "", "--requirepass", "s3cret")
+	for _, tc := range []struct {
+		pass string
+		code int
+	}{{"s3cret", 0}, {"", 1}, {"wrong", 1}} {
+		var out, errb strings.Builder
+		if code := health([]string{"--addr", rs.Addr, "--requirepass", tc.pass}, &out, &errb); code != tc.code {
+			t.Errorf("health --requirepass %q: exit %d, want %d (%s)", tc.pass, code, tc.code, errb.String())
+		}
+	}
+}
+
 func TestInfoAndClientList(t *testing.T) {
 	rs := startNode(t, "")
 	c := dial(t, rs.Addr)
