@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/raftstream/raftstream/jepsen/testkit"
+	"github.com/raftstream/raftstream/resp/wire"
 )
 
 // TestBulkLoadMemoryStaysNearRedis loads the 1M uniform order entries of
@@ -182,17 +183,12 @@ func pipeLoad(t *testing.T, addr string, data []byte, n int) {
 	}()
 	r := bufio.NewReaderSize(conn, 64<<10)
 	for i := 0; i < n; i++ {
-		line, err := r.ReadSlice('\n')
+		reply, err := wire.ReadReply(r)
 		if err != nil {
 			t.Fatalf("%s: reply %d: %v", addr, i, err)
 		}
-		switch line[0] {
-		case '$':
-			if _, err := r.ReadSlice('\n'); err != nil {
-				t.Fatalf("%s: reply %d: %v", addr, i, err)
-			}
-		case '-':
-			t.Fatalf("%s: reply %d: %s", addr, i, line)
+		if reply[0] == '-' {
+			t.Fatalf("%s: reply %d: %s", addr, i, reply)
 		}
 	}
 	if err := <-werr; err != nil {
