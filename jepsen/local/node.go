@@ -17,7 +17,8 @@ import (
 )
 
 // Node is one server process on loopback that the harness starts, kills and
-// restarts: raftstream, or redis-server in this package's tests. Its command
+// restarts: raftstream, or redis-server (jepsen/testkit runs its test nodes
+// and redis-servers as Nodes too). Its command
 // line is Args with "{port}" and "{dir}" replaced by the node's RESP port and
 // data directory, which stay the same across restarts (a restart after Kill
 // is a crash recovery from whatever reached the disk).
