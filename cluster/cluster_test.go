@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/raftstream/raftstream/fsm"
-	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 )
 
 // testCluster is n in-process nodes on loopback formed with
@@ -31,7 +31,7 @@ func startCluster(t testing.TB, size, shards int, opts ...func(*Config)) *testCl
 	// keep every node's RESP and bus ports distinct.
 	port := func() int {
 		for {
-			if p := resptest.FreePort(t); !used[p] {
+			if p := testkit.FreePort(t); !used[p] {
 				used[p] = true
 				return p
 			}
@@ -584,8 +584,8 @@ func TestRestartOnNewAddresses(t *testing.T) {
 			continue
 		}
 		for { // new ports, distinct from every live address
-			cfg.AnnouncePort = resptest.FreePort(t)
-			cfg.BindAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(resptest.FreePort(t)))
+			cfg.AnnouncePort = testkit.FreePort(t)
+			cfg.BindAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(testkit.FreePort(t)))
 			if cfg.AnnouncePort != n.self.Port && cfg.BindAddr != n.self.Bus && cfg.BindAddr != net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.AnnouncePort)) {
 				break
 			}

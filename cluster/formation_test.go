@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 )
 
 // TestFormationTransitiveAndStaggered: each node knows only the previous
@@ -19,7 +19,7 @@ func TestFormationTransitiveAndStaggered(t *testing.T) {
 	used := map[int]bool{}
 	port := func() int {
 		for {
-			if p := resptest.FreePort(t); !used[p] {
+			if p := testkit.FreePort(t); !used[p] {
 				used[p] = true
 				return p
 			}
@@ -86,7 +86,7 @@ func TestFormationTransitiveAndStaggered(t *testing.T) {
 func TestFormationTimesOut(t *testing.T) {
 	c := testConfig(t, t.TempDir())
 	c.BootstrapExpect = 2
-	c.Join = []string{net.JoinHostPort("127.0.0.1", strconv.Itoa(resptest.FreePort(t)))}
+	c.Join = []string{net.JoinHostPort("127.0.0.1", strconv.Itoa(testkit.FreePort(t)))}
 	n, err := Open(c)
 	if err != nil {
 		t.Fatal(err)
@@ -107,7 +107,7 @@ func TestFormationTimesOut(t *testing.T) {
 func TestCloseDuringFormation(t *testing.T) {
 	c := testConfig(t, t.TempDir())
 	c.BootstrapExpect = 2
-	c.Join = []string{net.JoinHostPort("127.0.0.1", strconv.Itoa(resptest.FreePort(t)))}
+	c.Join = []string{net.JoinHostPort("127.0.0.1", strconv.Itoa(testkit.FreePort(t)))}
 	n, err := Open(c)
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 )
 
 // TestGossipLivenessAndMetadata: with GossipAddr set, every node's
@@ -17,7 +17,7 @@ func TestGossipLivenessAndMetadata(t *testing.T) {
 	used := map[int]bool{}
 	tc := startCluster(t, 3, 4, func(c *Config) {
 		for {
-			p := resptest.FreePort(t)
+			p := testkit.FreePort(t)
 			if !used[p] {
 				used[p] = true
 				c.GossipAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(p))

@@ -13,7 +13,7 @@ import (
 
 	"github.com/raftstream/raftstream/engine"
 	"github.com/raftstream/raftstream/fsm"
-	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 )
 
 // testConfig is a fast single-node config in dir with the bus on a free
@@ -22,7 +22,7 @@ func testConfig(t testing.TB, dir string) Config {
 	t.Helper()
 	c := DefaultConfig()
 	c.Dir = dir
-	c.AnnouncePort = resptest.FreePort(t)
+	c.AnnouncePort = testkit.FreePort(t)
 	c.BindAddr = "127.0.0.1:0"
 	c.AdvertiseBus = "127.0.0.1:0"
 	c.HeartbeatTimeout = 100 * time.Millisecond

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 )
 
 // With GossipKey set, gossip is encrypted and authenticated: a node holding
@@ -17,7 +17,7 @@ func TestGossipKeyKeepsOutsidersOut(t *testing.T) {
 	i := 0
 	tc := startCluster(t, 3, 1, func(c *Config) {
 		for {
-			p := resptest.FreePort(t)
+			p := testkit.FreePort(t)
 			if !used[p] {
 				used[p] = true
 				c.GossipAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(p))

@@ -14,10 +14,10 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 )
 
-func newTLSMux(t *testing.T, f *resptest.TLSFiles) *Mux {
+func newTLSMux(t *testing.T, f *testkit.TLSFiles) *Mux {
 	t.Helper()
 	m := newTestMux(t)
 	if f != nil {
@@ -66,8 +66,8 @@ func exchange(t *testing.T, from, to *Mux) bool {
 // nothing through in either direction (so it can neither join nor take
 // part in Raft).
 func TestBusMutualTLS(t *testing.T) {
-	good := resptest.WriteTLSFiles(t, "cluster")
-	bad := resptest.WriteTLSFiles(t, "rogue")
+	good := testkit.WriteTLSFiles(t, "cluster")
+	bad := testkit.WriteTLSFiles(t, "rogue")
 	a, b := newTLSMux(t, &good), newTLSMux(t, &good)
 	if !exchange(t, a, b) || !exchange(t, b, a) {
 		t.Fatal("two nodes of the same CA cannot talk")
@@ -107,11 +107,11 @@ func TestBusMutualTLS(t *testing.T) {
 // that keeps writing must still get a certificate error, however the
 // timing falls, so a node or admin tool can say what is wrong.
 func TestBusTLSRefusedClientWriteIsCertError(t *testing.T) {
-	good := resptest.WriteTLSFiles(t, "cluster")
-	bad := resptest.WriteTLSFiles(t, "rogue")
+	good := testkit.WriteTLSFiles(t, "cluster")
+	bad := testkit.WriteTLSFiles(t, "rogue")
 	// The rogue node trusts the cluster CA, so its side of the handshake
 	// succeeds; only the server refuses (the case that raced).
-	mixed := resptest.TLSFiles{ServerCert: bad.ServerCert, ServerKey: bad.ServerKey, CA: good.CA}
+	mixed := testkit.TLSFiles{ServerCert: bad.ServerCert, ServerKey: bad.ServerKey, CA: good.CA}
 	a, rogue := newTLSMux(t, &good), newTLSMux(t, &mixed)
 	l := a.Layer(RPCGroup)
 	defer l.Close()
@@ -149,7 +149,7 @@ func TestBusTLSRefusedClientWriteIsCertError(t *testing.T) {
 // certificate is an error that names the problem, and LoadBusTLS prefixes
 // it with "cluster TLS".
 func TestLoadCertPool(t *testing.T) {
-	f := resptest.WriteTLSFiles(t, "pool")
+	f := testkit.WriteTLSFiles(t, "pool")
 	pool, err := LoadCertPool(f.CA)
 	if err != nil || pool == nil {
 		t.Fatalf("LoadCertPool(CA) = %v, %v", pool, err)

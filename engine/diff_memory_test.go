@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/raftstream/raftstream/engine"
-	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 )
 
 // memoryEntry returns the fields of entry i: uniform
@@ -21,7 +21,7 @@ func memoryEntry(i int, distinct bool) []string {
 }
 
 // fillBoth adds n entries to stream s on redis (pipelined) and the engine.
-func fillBoth(tb testing.TB, c *resptest.Conn, e *engine.Engine, n int, distinct bool) {
+func fillBoth(tb testing.TB, c *testkit.Conn, e *engine.Engine, n int, distinct bool) {
 	const batch = 1000
 	for i := 0; i < n; i += batch {
 		m := min(batch, n-i)
@@ -44,7 +44,7 @@ func fillBoth(tb testing.TB, c *resptest.Conn, e *engine.Engine, n int, distinct
 	}
 }
 
-func memoryUsage(tb testing.TB, c *resptest.Conn, e *engine.Engine) (redis, ours int64) {
+func memoryUsage(tb testing.TB, c *testkit.Conn, e *engine.Engine) (redis, ours int64) {
 	r, err := c.Do("MEMORY", "USAGE", "s", "SAMPLES", "0")
 	if err != nil || r[0] != ':' {
 		tb.Fatalf("redis MEMORY USAGE: %q %v", r, err)
@@ -64,9 +64,9 @@ func BenchmarkRedisMemoryRatio(b *testing.B) {
 			name = "distinct"
 		}
 		b.Run(name, func(b *testing.B) {
-			addr := resptest.StartRedis(b)
+			addr := testkit.StartRedis(b)
 			for i := 0; i < b.N; i++ {
-				c, err := resptest.Dial(addr)
+				c, err := testkit.Dial(addr)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -90,7 +90,7 @@ func BenchmarkRedisMemoryRatio(b *testing.B) {
 // differ), and that it grows with the data.
 func TestMemoryUsageTracksRedis(t *testing.T) {
 	addr := newDiffRedis(t)
-	c, err := resptest.Dial(addr)
+	c, err := testkit.Dial(addr)
 	if err != nil {
 		t.Fatal(err)
 	}

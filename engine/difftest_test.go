@@ -21,8 +21,8 @@ import (
 	"testing"
 
 	"github.com/raftstream/raftstream/engine"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 	"github.com/raftstream/raftstream/resp"
-	"github.com/raftstream/raftstream/resp/resptest"
 )
 
 // diffNow is the engine's clock in differential scripts unless "@now" says
@@ -32,7 +32,7 @@ const diffNow = 1_700_000_000_000
 // diffSession is one side-by-side run: a redis connection and an engine.
 type diffSession struct {
 	t     testing.TB
-	conn  *resptest.Conn
+	conn  *testkit.Conn
 	e     *engine.Engine
 	proto int
 	now   int64
@@ -41,7 +41,7 @@ type diffSession struct {
 // newDiffRedis starts a redis-server for the test.
 func newDiffRedis(t testing.TB) string {
 	t.Helper()
-	return resptest.StartRedis(t)
+	return testkit.StartRedis(t)
 }
 
 // newDiffSession opens a connection to addr speaking proto (2 or 3), flushes
@@ -49,7 +49,7 @@ func newDiffRedis(t testing.TB) string {
 // fresh engine.
 func newDiffSession(t testing.TB, addr string, proto int) *diffSession {
 	t.Helper()
-	c, err := resptest.Dial(addr)
+	c, err := testkit.Dial(addr)
 	if err != nil {
 		t.Fatalf("dial redis: %v", err)
 	}

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/raftstream/raftstream/engine"
-	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 )
 
 // globCases are Redis's documented glob rules (KEYS: "h?llo", "h*llo",
@@ -53,7 +53,7 @@ func TestGlobMatch(t *testing.T) {
 // TestGlobMatchAgainstRedis: redis-server's KEYS agrees with every
 // case-sensitive row of globCases.
 func TestGlobMatchAgainstRedis(t *testing.T) {
-	c, err := resptest.Dial(resptest.StartRedis(t))
+	c, err := testkit.Dial(testkit.StartRedis(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,15 +7,15 @@ import (
 	"testing"
 
 	"github.com/raftstream/raftstream/fsm"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 	"github.com/raftstream/raftstream/resp"
-	"github.com/raftstream/raftstream/resp/resptest"
 )
 
 // TestConfigSetMatchesRedis: the replicated CONFIG SET answers byte for byte
 // as redis-server does and leaves the same configuration behind.
 func TestConfigSetMatchesRedis(t *testing.T) {
-	addr := resptest.StartRedis(t)
-	c, err := resptest.Dial(addr)
+	addr := testkit.StartRedis(t)
+	c, err := testkit.Dial(addr)
 	if err != nil {
 		t.Fatal(err)
 	}

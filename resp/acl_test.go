@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 )
 
 // aclScript is run on one connection against both servers; every reply
@@ -84,7 +84,7 @@ var aclScript = [][]string{
 var aclLogMask = regexp.MustCompile(`(age-seconds\r\n[$,][^\r]*\r\n(?:[^\r]*\r\n)?)|(client-info\r\n\$\d+\r\n[^\r]*\r\n)|(\$2\r\nid\r\n:\d+\r\n)`)
 
 func TestACLMatchesRedis(t *testing.T) {
-	redisAddr := resptest.StartRedis(t)
+	redisAddr := testkit.StartRedis(t)
 	ours := startServer(t, newFakeBackend(1), Config{})
 	rc, oc := dial(t, redisAddr), dial(t, ours)
 	for _, cmd := range aclScript {

@@ -1,10 +1,8 @@
 package resp
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
-	"net"
 	"strconv"
 	"sync"
 	"time"
@@ -23,11 +21,12 @@ import (
 // sending it to the leader cannot apply it twice. If the leader's reply is
 // itself MOVED (leadership moved again), it is relayed as is.
 
-// forwarder keeps idle connections to other nodes, per address and protocol.
+// forwarder keeps idle connections to other nodes' RESP ports, per address
+// and protocol. Replies are relayed as wire reads them, byte for byte.
 type forwarder struct {
 	pass string
 	mu   sync.Mutex
-	idle map[fwdKey][]*fwdConn
+	idle map[fwdKey][]*wire.Client
 }
 
 type fwdKey struct {
@@ -36,7 +35,7 @@ type fwdKey struct {
 }
 
 func newForwarder(pass string) *forwarder {
-	return &forwarder{pass: pass, idle: map[fwdKey][]*fwdConn{}}
+	return &forwarder{pass: pass, idle: map[fwdKey][]*wire.Client{}}
 }
 
 // movedAddr returns the address of a MOVED reply.
@@ -49,7 +48,7 @@ func movedAddr(r reply) (string, bool) {
 	return e.Msg[i+1:], true
 }
 
-func (f *forwarder) get(k fwdKey) (*fwdConn, error) {
+func (f *forwarder) get(k fwdKey) (*wire.Client, error) {
 	f.mu.Lock()
 	if l := f.idle[k]; len(l) > 0 {
 		c := l[len(l)-1]
@@ -58,17 +57,16 @@ func (f *forwarder) get(k fwdKey) (*fwdConn, error) {
 		return c, nil
 	}
 	f.mu.Unlock()
-	nc, err := net.DialTimeout("tcp", k.addr, 5*time.Second)
+	c, err := wire.Dial(k.addr, "", 5*time.Second)
 	if err != nil {
 		return nil, err
 	}
-	c := &fwdConn{c: nc, r: bufio.NewReader(nc)}
-	hello := [][]byte{[]byte("HELLO"), []byte(strconv.Itoa(k.proto))}
+	hello := []string{"HELLO", strconv.Itoa(k.proto)}
 	if f.pass != "" {
-		hello = append(hello, []byte("AUTH"), []byte("default"), []byte(f.pass))
+		hello = append(hello, "AUTH", "default", f.pass)
 	}
 	c.SetDeadline(time.Now().Add(5 * time.Second))
-	r, err := c.Do(hello)
+	r, err := c.Do(hello...)
 	if err != nil || len(r) == 0 || r[0] == '-' {
 		c.Close()
 		return nil, fmt.Errorf("forward: HELLO to %s: %q %v", k.addr, r, err)
@@ -76,7 +74,7 @@ func (f *forwarder) get(k fwdKey) (*fwdConn, error) {
 	return c, nil
 }
 
-func (f *forwarder) put(k fwdKey, c *fwdConn) {
+func (f *forwarder) put(k fwdKey, c *wire.Client) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if len(f.idle[k]) >= 16 {
@@ -120,23 +118,6 @@ func (f *forwarder) do(addr string, proto int, cmds [][][]byte, timeout time.Dur
 	}
 	f.put(k, c)
 	return last, nil
-}
-
-// fwdConn is one connection to another node's RESP port.
-type fwdConn struct {
-	c net.Conn
-	r *bufio.Reader
-}
-
-func (c *fwdConn) SetDeadline(t time.Time)    { _ = c.c.SetDeadline(t) }
-func (c *fwdConn) Close()                     { _ = c.c.Close() }
-func (c *fwdConn) WriteRaw(p []byte) error    { _, err := c.c.Write(p); return err }
-func (c *fwdConn) ReadReply() ([]byte, error) { return ReadRawReply(c.r) }
-func (c *fwdConn) Do(argv [][]byte) ([]byte, error) {
-	if err := c.WriteRaw(wire.AppendCommand(nil, argv)); err != nil {
-		return nil, err
-	}
-	return c.ReadReply()
 }
 
 func (f *forwarder) close() {

@@ -14,12 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/raftstream/raftstream/jepsen/testkit"
 	"github.com/raftstream/raftstream/resp/admin"
-	"github.com/raftstream/raftstream/resp/resptest"
 )
 
 // infoStat reads one integer field of INFO stats.
-func infoStat(t *testing.T, c *resptest.Conn, field string) int64 {
+func infoStat(t *testing.T, c *testkit.Conn, field string) int64 {
 	t.Helper()
 	m := regexp.MustCompile(`(?m)^` + field + `:(\d+)\r$`).FindStringSubmatch(do(t, c, "INFO", "stats"))
 	if m == nil {
@@ -30,7 +30,7 @@ func infoStat(t *testing.T, c *resptest.Conn, field string) int64 {
 }
 
 // waitStat polls INFO stats until field reaches want (60s at most).
-func waitStat(t *testing.T, c *resptest.Conn, field string, want int64) {
+func waitStat(t *testing.T, c *testkit.Conn, field string, want int64) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -69,7 +69,7 @@ func heapPeak() (stop func() int64) {
 }
 
 // fillBig writes n entries of a 1 KiB value to stream key.
-func fillBig(t *testing.T, c *resptest.Conn, key string, n int) {
+func fillBig(t *testing.T, c *testkit.Conn, key string, n int) {
 	t.Helper()
 	val := strings.Repeat("x", 1024)
 	for i := range n {
@@ -98,7 +98,7 @@ func stalledReader(t *testing.T, addr string, cmds ...[]string) net.Conn {
 	}
 	var b []byte
 	for _, cmd := range cmds {
-		b = append(b, resptest.EncodeCommand(cmd...)...)
+		b = append(b, testkit.EncodeCommand(cmd...)...)
 	}
 	if _, err := c.Write(b); err != nil {
 		t.Fatal(err)
@@ -143,7 +143,7 @@ func (l *limitedBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func clientCount(t *testing.T, c *resptest.Conn) int {
+func clientCount(t *testing.T, c *testkit.Conn) int {
 	t.Helper()
 	return strings.Count(do(t, c, "CLIENT", "LIST"), "id=")
 }
@@ -250,7 +250,7 @@ func TestOutputBufferSoftLimitDropsStalledReader(t *testing.T) {
 // Errors and units of CONFIG SET client-output-buffer-limit and
 // client-query-buffer-limit match Redis's (differential).
 func TestBufferLimitConfigMatchesRedis(t *testing.T) {
-	redisAddr := resptest.StartRedis(t)
+	redisAddr := testkit.StartRedis(t)
 	s := New(newFakeBackend(1), Config{})
 	rc, oc := dial(t, redisAddr), dial(t, serveOn(t, s))
 	for _, c := range [][]string{
@@ -292,7 +292,7 @@ func endlessCommand(t *testing.T, addr string, inline bool, max int) (net.Conn, 
 		chunk = bytes.Repeat([]byte("a "), 512)
 		head = []byte("XADD ")
 	}
-	pre := resptest.EncodeCommand("XADD", "pre", "*", "f", "v")
+	pre := testkit.EncodeCommand("XADD", "pre", "*", "f", "v")
 	sent, err := c.Write(append(pre, head...))
 	for err == nil && sent < max {
 		var n int

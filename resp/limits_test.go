@@ -11,13 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 )
 
 // Above maxmemory, denyoom commands fail with Redis's -OOM while reads and
 // the commands that free memory keep working (differential).
 func TestMaxMemoryMatchesRedis(t *testing.T) {
-	redisAddr := resptest.StartRedis(t)
+	redisAddr := testkit.StartRedis(t)
 	s := New(newFakeBackend(1), Config{})
 	ours := serveOn(t, s)
 	rc, oc := dial(t, redisAddr), dial(t, ours)
@@ -88,7 +88,7 @@ func TestMaxClients(t *testing.T) {
 	// A slot frees when a client leaves.
 	a.Close()
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		d, err := resptest.Dial(addr)
+		d, err := testkit.Dial(addr)
 		if err == nil {
 			r, _ := d.Do("PING")
 			d.Close()
@@ -171,7 +171,7 @@ func TestSlowReaderDisconnected(t *testing.T) {
 		_ = tc.SetReadBuffer(4096)
 	}
 	for range 4 {
-		if _, err := slow.Write(resptest.EncodeCommand("XRANGE", "big", "-", "+")); err != nil {
+		if _, err := slow.Write(testkit.EncodeCommand("XRANGE", "big", "-", "+")); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -15,8 +15,8 @@ import (
 	"github.com/raftstream/raftstream/engine"
 	"github.com/raftstream/raftstream/fsm"
 	"github.com/raftstream/raftstream/fsm/nodelog"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 	"github.com/raftstream/raftstream/resp/command"
-	"github.com/raftstream/raftstream/resp/resptest"
 	"github.com/raftstream/raftstream/slots"
 )
 
@@ -131,9 +131,9 @@ func startServer(t *testing.T, be Backend, cfg Config) string {
 	return ln.Addr().String()
 }
 
-func dial(t *testing.T, addr string) *resptest.Conn {
+func dial(t *testing.T, addr string) *testkit.Conn {
 	t.Helper()
-	c, err := resptest.Dial(addr)
+	c, err := testkit.Dial(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func dial(t *testing.T, addr string) *resptest.Conn {
 	return c
 }
 
-func do(t *testing.T, c *resptest.Conn, args ...string) string {
+func do(t *testing.T, c *testkit.Conn, args ...string) string {
 	t.Helper()
 	r, err := c.Do(args...)
 	if err != nil {
@@ -258,7 +258,7 @@ func TestReadCutOffByLeaderChangeIsTryAgain(t *testing.T) {
 
 func TestUnknownCommandAndArityMatchRedis(t *testing.T) {
 	addr := startServer(t, newFakeBackend(1), DefaultConfig())
-	redis := resptest.StartRedis(t)
+	redis := testkit.StartRedis(t)
 	long := strings.Repeat("x", 200)
 	for _, cmd := range [][]string{
 		{"NOSUCH"},
@@ -309,7 +309,7 @@ func TestProtocolErrorsMatchRedis(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.ProtoMaxBulkLen = 1 << 20 // Redis's smallest proto-max-bulk-len
 	addr := startServer(t, newFakeBackend(1), cfg)
-	redis := resptest.StartRedis(t, "--proto-max-bulk-len", "1mb")
+	redis := testkit.StartRedis(t, "--proto-max-bulk-len", "1mb")
 	ping := "*1\r\n$4\r\nPING\r\n"
 	for _, in := range []string{
 		ping + "*2147483648\r\n",
@@ -400,7 +400,7 @@ func TestClusterCommands(t *testing.T) {
 
 func TestCommandTable(t *testing.T) {
 	addr := startServer(t, newFakeBackend(1), DefaultConfig())
-	redis := resptest.StartRedis(t)
+	redis := testkit.StartRedis(t)
 	c, r := dial(t, addr), dial(t, redis)
 	// The table's arity, flags, key positions and categories match Redis 7
 	// for the stream commands (first six fields of COMMAND INFO and the
@@ -545,7 +545,7 @@ func TestPipelinedWritesShareAUnitPerShardRun(t *testing.T) {
 		{"XLEN", a},
 		{"XADD", a, "1-3", "f", "v"},
 	} {
-		pipe = append(pipe, resptest.EncodeCommand(cmd...)...)
+		pipe = append(pipe, testkit.EncodeCommand(cmd...)...)
 	}
 	if err := c.WriteRaw(pipe); err != nil {
 		t.Fatal(err)
@@ -566,7 +566,7 @@ func TestPipelinedWritesShareAUnitPerShardRun(t *testing.T) {
 	const n = maxRunCommands + 44
 	pipe = pipe[:0]
 	for i := 0; i < n; i++ {
-		pipe = append(pipe, resptest.EncodeCommand("XADD", b, fmt.Sprintf("2-%d", i+1), "f", "v")...)
+		pipe = append(pipe, testkit.EncodeCommand("XADD", b, fmt.Sprintf("2-%d", i+1), "f", "v")...)
 	}
 	if err := c.WriteRaw(pipe); err != nil {
 		t.Fatal(err)
@@ -605,9 +605,9 @@ func TestPipelinedWriteTimeoutIsUnknownOutcome(t *testing.T) {
 	for round := 0; round < 2; round++ {
 		var pipe []byte
 		for i := 0; i < 3; i++ {
-			pipe = append(pipe, resptest.EncodeCommand("XADD", "s", "*", "f", "v")...)
+			pipe = append(pipe, testkit.EncodeCommand("XADD", "s", "*", "f", "v")...)
 		}
-		pipe = append(pipe, resptest.EncodeCommand("PING")...)
+		pipe = append(pipe, testkit.EncodeCommand("PING")...)
 		start := time.Now()
 		if err := c.WriteRaw(pipe); err != nil {
 			t.Fatal(err)

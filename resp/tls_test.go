@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/raftstream/raftstream/cluster"
-	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 )
 
 // startTLS serves one Server on a plaintext and a TLS port.
@@ -42,7 +42,7 @@ func startTLS(t *testing.T, o TLSOptions, cfg Config) (plain, secure string) {
 	return pl.Addr().String(), tl.Addr().String()
 }
 
-func clientTLS(t *testing.T, f resptest.TLSFiles, withCert bool) *tls.Config {
+func clientTLS(t *testing.T, f testkit.TLSFiles, withCert bool) *tls.Config {
 	t.Helper()
 	pool, err := cluster.LoadCertPool(f.CA)
 	if err != nil {
@@ -60,7 +60,7 @@ func clientTLS(t *testing.T, f resptest.TLSFiles, withCert bool) *tls.Config {
 }
 
 func TestTLSPortWithGoRedisAndRedisCli(t *testing.T) {
-	f := resptest.WriteTLSFiles(t, "resp")
+	f := testkit.WriteTLSFiles(t, "resp")
 	plain, secure := startTLS(t, TLSOptions{CertFile: f.ServerCert, KeyFile: f.ServerKey, CAFile: f.CA, AuthClients: "yes"}, Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -83,7 +83,7 @@ func TestTLSPortWithGoRedisAndRedisCli(t *testing.T) {
 		t.Error("PING without a client certificate succeeded")
 	}
 	// Plaintext on the TLS port gets nothing useful.
-	if c, err := resptest.Dial(secure); err == nil {
+	if c, err := testkit.Dial(secure); err == nil {
 		c.SetDeadline(time.Now().Add(2 * time.Second))
 		if got, err := c.Do("PING"); err == nil && string(got) == "+PONG\r\n" {
 			t.Error("plaintext PING answered on the TLS port")
@@ -105,7 +105,7 @@ func TestTLSPortWithGoRedisAndRedisCli(t *testing.T) {
 }
 
 func TestTLSAuthClientsOptionalAndNo(t *testing.T) {
-	f := resptest.WriteTLSFiles(t, "resp")
+	f := testkit.WriteTLSFiles(t, "resp")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, mode := range []string{"optional", "no"} {
@@ -117,7 +117,7 @@ func TestTLSAuthClientsOptionalAndNo(t *testing.T) {
 		c.Close()
 	}
 	// A certificate from another CA is refused in optional mode.
-	other := resptest.WriteTLSFiles(t, "other")
+	other := testkit.WriteTLSFiles(t, "other")
 	_, secure := startTLS(t, TLSOptions{CertFile: f.ServerCert, KeyFile: f.ServerKey, CAFile: f.CA, AuthClients: "optional"}, Config{})
 	cfg := clientTLS(t, f, false)
 	cert, err := tls.LoadX509KeyPair(other.ClientCert, other.ClientKey)

@@ -1,4 +1,4 @@
-package slots
+package slots_test
 
 import (
 	"math/rand/v2"
@@ -7,7 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/jepsen/testkit"
+	"github.com/raftstream/raftstream/slots"
 )
 
 // TestKeyslotMatchesRedis compares Of with CLUSTER KEYSLOT of a real
@@ -15,9 +16,9 @@ import (
 // braces so the hash-tag rule is exercised.
 func TestKeyslotMatchesRedis(t *testing.T) {
 	dir := t.TempDir()
-	addr := resptest.StartRedis(t, "--cluster-enabled", "yes",
+	addr := testkit.StartRedis(t, "--cluster-enabled", "yes",
 		"--cluster-config-file", filepath.Join(dir, "nodes.conf"))
-	c, err := resptest.Dial(addr)
+	c, err := testkit.Dial(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +59,7 @@ func TestKeyslotMatchesRedis(t *testing.T) {
 				t.Fatalf("CLUSTER KEYSLOT %q: %q", k, s)
 			}
 			want, _ := strconv.Atoi(strings.TrimSpace(s[1:]))
-			if got := OfString(k); got != want {
+			if got := slots.OfString(k); got != want {
 				t.Fatalf("Of(%q) = %d, redis says %d", k, got, want)
 			}
 		}

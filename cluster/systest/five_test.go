@@ -3,7 +3,6 @@ package systest
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/raftstream/raftstream/jepsen/local"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 )
 
 // TestSystemFiveNodesPartitionAndTwoKills (issue point 5c): 5 nodes, RF 5.
@@ -27,10 +27,7 @@ import (
 // the remaining three serve every shard.
 func TestSystemFiveNodesPartitionAndTwoKills(t *testing.T) {
 	const n, shards = 5, 8
-	c := &cluster{t: t, root: t.TempDir(), used: map[int]bool{}}
-	for i := 0; i < n; i++ {
-		c.buses = append(c.buses, c.newProc(nil).bus)
-	}
+	c := newCluster(t, n, shards, "--replication-factor", "5")
 	net := local.NewNet()
 	defer net.Close()
 	for _, x := range c.procs {
@@ -39,30 +36,22 @@ func TestSystemFiveNodesPartitionAndTwoKills(t *testing.T) {
 			if x == y {
 				continue
 			}
-			addr, err := net.Add(x.name, y.name, y.bus)
+			addr, err := net.Add(x.Name, y.Name, y.BusAddr())
 			if err != nil {
 				t.Fatal(err)
 			}
-			rewrites = append(rewrites, y.bus+"="+addr)
+			rewrites = append(rewrites, y.BusAddr()+"="+addr)
 		}
-		x.args = append(x.args, "--join", strings.Join(c.buses, ","), "--bootstrap-expect", strconv.Itoa(n),
-			"--shards", strconv.Itoa(shards), "--replication-factor", "5", "--debug-dial-map", strings.Join(rewrites, ","))
-		x.start()
+		x.Args = append(x.Args, "--debug-dial-map", strings.Join(rewrites, ","))
 	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, p := range c.procs {
-				t.Logf("--- %s log tail:\n%s", p.name, p.tail())
-			}
-		}
-	})
+	testkit.StartAll(t, c.procs...)
 	for _, p := range c.procs {
 		c.waitCovered(p, 60*time.Second)
 	}
 	keys := keyPerShard("p5:", shards)
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
-	majority := []string{c.procs[0].addr(), c.procs[1].addr(), c.procs[2].addr(), c.procs[3].addr()}
+	majority := []string{c.procs[0].Addr, c.procs[1].Addr, c.procs[2].Addr, c.procs[3].Addr}
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: majority, MaxRedirects: 16, DialTimeout: 500 * time.Millisecond,
 		ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second})
 	defer cc.Close()
@@ -89,9 +78,9 @@ func TestSystemFiveNodesPartitionAndTwoKills(t *testing.T) {
 
 	// Isolate n4 (links in both directions blackholed).
 	iso := c.procs[4]
-	t.Logf("%s", net.Isolate(local.Blackhole, 0, iso.name))
+	t.Logf("%s", net.Isolate(local.Blackhole, 0, iso.Name))
 	tIso := time.Now()
-	ic := redis.NewClient(&redis.Options{Addr: iso.addr(), MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second})
+	ic := redis.NewClient(&redis.Options{Addr: iso.Addr, MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second})
 	defer ic.Close()
 	served := 0
 	refusals := map[string]int{}
@@ -122,13 +111,13 @@ func TestSystemFiveNodesPartitionAndTwoKills(t *testing.T) {
 	// Two simultaneous kills.
 	done := make(chan struct{}, 2)
 	for _, p := range c.procs[3:] {
-		go func() { p.kill(); done <- struct{}{} }()
+		go func() { p.Kill(); done <- struct{}{} }()
 	}
 	<-done
 	<-done
 	// Server side first (MOVED followed by hand), then the client workload.
 	t.Logf("after killing two of five: every shard accepted a write (server side, following MOVED) within %v",
-		writeFollowingMoved(t, c.procs[0].addr(), keys, 30*time.Second))
+		writeFollowingMoved(t, c.procs[0].Addr, keys, 30*time.Second))
 	for _, k := range keys {
 		written[k]++
 	}

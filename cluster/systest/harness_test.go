@@ -1,150 +1,52 @@
-// Package systest runs real raftstream processes (cmd/raftstream built once
-// per test binary, without -race) on 127.0.0.1 and checks the cluster from
-// the outside: redis-cli, redis-benchmark, go-redis. Every process is
-// killed by PID at cleanup, every loop is bounded.
+// Package systest runs real raftstream processes (testkit nodes:
+// cmd/raftstream built once per test binary, without -race) on 127.0.0.1
+// and checks the cluster from the outside: redis-cli, redis-benchmark,
+// go-redis. Every process is killed by PID at cleanup, every loop is
+// bounded.
 package systest
 
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 	"github.com/raftstream/raftstream/slots"
 )
 
-var binary string
+// TestMain builds the server once, without -race even under go test -race:
+// the suite's time budgets (failover, catch-up) are the broker's, not the
+// race detector's.
+func TestMain(m *testing.M) { testkit.Main(m, false) }
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "raftstream-systest-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, "raftstream")
-	b := exec.Command("go", "build", "-o", binary, "../../cmd/raftstream")
-	b.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := b.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building raftstream: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-// proc is one raftstream process.
-type proc struct {
-	t    testing.TB
-	name string
-	port int
-	bus  string
-	dir  string
-	args []string
-	log  string
-	cmd  *exec.Cmd
-}
-
-func (p *proc) addr() string { return "127.0.0.1:" + strconv.Itoa(p.port) }
-
-func (p *proc) start() {
-	p.t.Helper()
-	lf, err := os.OpenFile(p.log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	defer lf.Close()
-	cmd := exec.Command(binary, p.args...)
-	cmd.Stdout, cmd.Stderr = lf, lf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		p.t.Fatal(err)
-	}
-	p.cmd = cmd
-}
-
-// kill sends SIGKILL to the process (by PID) and reaps it.
-func (p *proc) kill() {
-	if p.cmd == nil {
-		return
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	_, _ = p.cmd.Process.Wait()
-	p.cmd = nil
-}
-
-// stop sends SIGTERM and waits (bounded) for a graceful exit.
-func (p *proc) stop(d time.Duration) {
-	if p.cmd == nil {
-		return
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _, _ = p.cmd.Process.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(d):
-		_ = p.cmd.Process.Signal(syscall.SIGKILL)
-		<-done
-	}
-	p.cmd = nil
-}
-
-func (p *proc) tail() string {
-	b, _ := os.ReadFile(p.log)
-	if len(b) > 4000 {
-		b = b[len(b)-4000:]
-	}
-	return string(b)
-}
+// nodeArgs are every node's flags: its name in the log, info logging and
+// half-second elections.
+var nodeArgs = []string{"--node-name", "{name}", "--log-level", "info",
+	"--raft-heartbeat-timeout", "500ms", "--raft-election-timeout", "500ms"}
 
 // cluster is a set of processes formed together.
 type cluster struct {
 	t     testing.TB
-	root  string
-	procs []*proc
-	buses []string
-	used  map[int]bool
+	procs []*testkit.Node
+	buses []string // the formed cluster's bus addresses
 }
 
-func (c *cluster) freePort() int {
-	for i := 0; i < 1000; i++ {
-		if p := resptest.FreePort(c.t); !c.used[p] {
-			c.used[p] = true
-			return p
-		}
+// newCluster prepares (does not start) n nodes forming a cluster with the
+// given shard count and extra flags.
+func newCluster(t *testing.T, n, shards int, extra ...string) *cluster {
+	t.Helper()
+	args := append(append(slices.Clone(nodeArgs), "--shards", strconv.Itoa(shards)), extra...)
+	c := &cluster{t: t, procs: testkit.NewCluster(t, n, args...)}
+	for _, p := range c.procs {
+		c.buses = append(c.buses, p.BusAddr())
 	}
-	c.t.Fatal("no free port")
-	return 0
-}
-
-// newProc prepares (does not start) a node with the given extra flags.
-func (c *cluster) newProc(join []string, extra ...string) *proc {
-	i := len(c.procs)
-	p := &proc{t: c.t, name: fmt.Sprint("n", i), port: c.freePort(), dir: filepath.Join(c.root, fmt.Sprint("n", i))}
-	p.bus = "127.0.0.1:" + strconv.Itoa(c.freePort())
-	p.log = filepath.Join(c.root, p.name+".log")
-	_, busPort, _ := strings.Cut(p.bus, ":")
-	p.args = []string{"--port", strconv.Itoa(p.port), "--cluster-port", busPort, "--dir", p.dir,
-		"--node-name", p.name, "--log-level", "info",
-		"--raft-heartbeat-timeout", "500ms", "--raft-election-timeout", "500ms"}
-	if len(join) > 0 {
-		p.args = append(p.args, "--join", strings.Join(join, ","))
-	}
-	p.args = append(p.args, extra...)
-	c.procs = append(c.procs, p)
-	c.t.Cleanup(p.kill)
-	return p
+	return c
 }
 
 // startCluster starts n nodes forming a cluster with the given shard count
@@ -152,41 +54,32 @@ func (c *cluster) newProc(join []string, extra ...string) *proc {
 // covers all slots with known leaders.
 func startCluster(t *testing.T, n, shards int, extra ...string) *cluster {
 	t.Helper()
-	c := &cluster{t: t, root: t.TempDir(), used: map[int]bool{}}
-	var join []string
-	for i := 0; i < n; i++ {
-		p := c.newProc(nil)
-		join = append(join, p.bus)
-	}
-	c.buses = join
-	for _, p := range c.procs {
-		p.args = append(p.args, "--join", strings.Join(join, ","), "--bootstrap-expect", strconv.Itoa(n),
-			"--shards", strconv.Itoa(shards))
-		p.args = append(p.args, extra...)
-		p.start()
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, p := range c.procs {
-				t.Logf("--- %s log tail:\n%s", p.name, p.tail())
-			}
-		}
-	})
+	c := newCluster(t, n, shards, extra...)
+	testkit.StartAll(t, c.procs...)
 	for _, p := range c.procs {
 		c.waitCovered(p, 60*time.Second)
 	}
 	return c
 }
 
+// newJoiner prepares (does not start) one more node that joins the running
+// cluster.
+func (c *cluster) newJoiner() *testkit.Node {
+	name := fmt.Sprint("n", len(c.procs)+1)
+	p := testkit.NewNode(c.t, name, "", append(slices.Clone(nodeArgs), "--join", strings.Join(c.buses, ","))...)
+	c.procs = append(c.procs, p)
+	return p
+}
+
 // client is a plain go-redis client of node p.
-func (p *proc) client() *redis.Client {
-	return redis.NewClient(&redis.Options{Addr: p.addr(), MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: 5 * time.Second})
+func client(p *testkit.Node) *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: p.Addr, MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: 5 * time.Second})
 }
 
 // waitCovered waits until p's CLUSTER SLOTS covers all 16384 slots.
-func (c *cluster) waitCovered(p *proc, d time.Duration) {
+func (c *cluster) waitCovered(p *testkit.Node, d time.Duration) {
 	c.t.Helper()
-	cl := p.client()
+	cl := client(p)
 	defer cl.Close()
 	deadline := time.Now().Add(d)
 	var last string
@@ -210,7 +103,7 @@ func (c *cluster) waitCovered(p *proc, d time.Duration) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	c.t.Fatalf("%s: CLUSTER SLOTS never covered every slot (%s)\n%s", p.name, last, p.tail())
+	c.t.Fatalf("%s: CLUSTER SLOTS never covered every slot (%s)\n%s", p.Name, last, p.Tail())
 }
 
 // leaders returns, per node ID, the shards it leads according to p's
@@ -233,8 +126,8 @@ func leaders(ctx context.Context, cl *redis.Client) (map[string]int, map[int64]s
 }
 
 // nodeIDs maps each process to its node ID (CLUSTER MYID).
-func (c *cluster) nodeID(p *proc) string {
-	cl := p.client()
+func (c *cluster) nodeID(p *testkit.Node) string {
+	cl := client(p)
 	defer cl.Close()
 	for i := 0; i < 50; i++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -245,7 +138,7 @@ func (c *cluster) nodeID(p *proc) string {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	c.t.Fatalf("%s: CLUSTER MYID failed", p.name)
+	c.t.Fatalf("%s: CLUSTER MYID failed", p.Name)
 	return ""
 }
 

@@ -16,7 +16,7 @@ import (
 // and a consumer run on every shard throughout; nothing acknowledged is lost.
 func TestSystemJoinAndRemove(t *testing.T) {
 	c := startCluster(t, 3, 16)
-	addrs := []string{c.procs[0].addr(), c.procs[1].addr(), c.procs[2].addr()}
+	addrs := []string{c.procs[0].Addr, c.procs[1].Addr, c.procs[2].Addr}
 	keys := keyPerShard("jn:", 16)
 	l := startLoad(t, addrs, keys)
 	defer l.cc.Close()
@@ -28,11 +28,11 @@ func TestSystemJoinAndRemove(t *testing.T) {
 	}()
 	time.Sleep(2 * time.Second)
 
-	nn := c.newProc(c.buses)
+	nn := c.newJoiner()
 	t0 := time.Now()
-	nn.start()
+	nn.Start()
 	id := c.nodeID(nn)
-	cl := c.procs[0].client()
+	cl := client(c.procs[0])
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
@@ -83,6 +83,6 @@ func TestSystemJoinAndRemove(t *testing.T) {
 	time.Sleep(time.Second)
 	l.halt()
 	halted = true
-	nn.stop(10 * time.Second)
+	_ = nn.Stop(10 * time.Second)
 	l.verify(t)
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/raftstream/raftstream/jepsen/testkit"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -287,7 +288,7 @@ func failoverTimes(addrs []string, keys []string, t0 time.Time, budget time.Dura
 // catches up, and no acknowledged write or group position is lost.
 func TestSystemKillLeaderUnderLoad(t *testing.T) {
 	c := startCluster(t, 3, 16)
-	addrs := []string{c.procs[0].addr(), c.procs[1].addr(), c.procs[2].addr()}
+	addrs := []string{c.procs[0].Addr, c.procs[1].Addr, c.procs[2].Addr}
 	keys := keyPerShard("ld:", 16)
 	l := startLoad(t, addrs, keys)
 	defer l.cc.Close()
@@ -299,7 +300,7 @@ func TestSystemKillLeaderUnderLoad(t *testing.T) {
 	}()
 	time.Sleep(3 * time.Second)
 
-	cl := c.procs[0].client()
+	cl := client(c.procs[0])
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
@@ -307,23 +308,23 @@ func TestSystemKillLeaderUnderLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var victim *proc
+	var victim *testkit.Node
 	best := -1
 	for _, p := range c.procs {
 		if n := count[c.nodeID(p)]; n > best {
 			victim, best = p, n
 		}
 	}
-	t.Logf("killing %s (leads %d shards) with SIGKILL", victim.name, best)
+	t.Logf("killing %s (leads %d shards) with SIGKILL", victim.Name, best)
 	var survivors []string
 	for _, p := range c.procs {
 		if p != victim {
-			survivors = append(survivors, p.addr())
+			survivors = append(survivors, p.Addr)
 		}
 	}
 	l.markKill()
 	t0 := time.Now()
-	victim.kill()
+	victim.Kill()
 	fo := failoverTimes(survivors, keys, t0, 20*time.Second)
 	var fos []string
 	var foWorst time.Duration
@@ -363,7 +364,7 @@ func TestSystemKillLeaderUnderLoad(t *testing.T) {
 	}
 
 	t1 := time.Now()
-	victim.start()
+	victim.Start()
 	l.halt()
 	stopped = true
 	// Catch-up: the restarted node's replicas (READONLY, stale reads) reach
@@ -376,7 +377,7 @@ func TestSystemKillLeaderUnderLoad(t *testing.T) {
 		}
 		want[k] = n
 	}
-	vc := victim.client()
+	vc := client(victim)
 	defer vc.Close()
 	caught := false
 	for i := 0; i < 600 && !caught; i++ {
@@ -409,7 +410,7 @@ func TestSystemKillLeaderUnderLoad(t *testing.T) {
 // acknowledged is lost.
 func TestSystemGracefulShutdownHandsOver(t *testing.T) {
 	c := startCluster(t, 3, 16)
-	addrs := []string{c.procs[0].addr(), c.procs[1].addr(), c.procs[2].addr()}
+	addrs := []string{c.procs[0].Addr, c.procs[1].Addr, c.procs[2].Addr}
 	keys := keyPerShard("gs:", 16)
 	l := startLoad(t, addrs, keys)
 	defer l.cc.Close()
@@ -420,11 +421,11 @@ func TestSystemGracefulShutdownHandsOver(t *testing.T) {
 		}
 	}()
 	time.Sleep(2 * time.Second)
-	cl := c.procs[0].client()
+	cl := client(c.procs[0])
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	var victim *proc
+	var victim *testkit.Node
 	best := -1
 	count, _, err := leaders(ctx, cl)
 	if err != nil {
@@ -438,18 +439,18 @@ func TestSystemGracefulShutdownHandsOver(t *testing.T) {
 	id := c.nodeID(victim)
 	l.markKill()
 	t0 := time.Now()
-	victim.stop(30 * time.Second)
-	t.Logf("%s (led %d shards) exited on SIGTERM in %v", victim.name, best, time.Since(t0))
+	_ = victim.Stop(30 * time.Second)
+	t.Logf("%s (led %d shards) exited on SIGTERM in %v", victim.Name, best, time.Since(t0))
 	other := c.procs[0]
 	if other == victim {
 		other = c.procs[1]
 	}
-	oc := other.client()
+	oc := client(other)
 	defer oc.Close()
 	// Every shard hand-off succeeded before exit: the node logs each one
 	// that failed or timed out (that shard would then wait for an
 	// election).
-	if b, err := os.ReadFile(victim.log); err != nil {
+	if b, err := os.ReadFile(victim.Log); err != nil {
 		t.Fatal(err)
 	} else {
 		for _, line := range strings.Split(string(b), "\n") {
@@ -464,11 +465,11 @@ func TestSystemGracefulShutdownHandsOver(t *testing.T) {
 	for {
 		count, _, err := leaders(ctx, oc)
 		if err == nil && count[id] == 0 {
-			t.Logf("%s's view shows no shard led by the stopped node %v after exit", other.name, time.Since(t2))
+			t.Logf("%s's view shows no shard led by the stopped node %v after exit", other.Name, time.Since(t2))
 			break
 		}
 		if time.Since(t2) > 10*time.Second {
-			t.Fatalf("10s after exit %s still sees the stopped node leading %d shards (%v)", other.name, count[id], err)
+			t.Fatalf("10s after exit %s still sees the stopped node leading %d shards (%v)", other.Name, count[id], err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -483,7 +484,7 @@ func TestSystemGracefulShutdownHandsOver(t *testing.T) {
 		}
 	}()
 	for _, k := range keys {
-		target := other.addr()
+		target := other.Addr
 		ok := false
 		for deadline := time.Now().Add(10 * time.Second); !ok && time.Now().Before(deadline); {
 			if clients[target] == nil {
@@ -496,7 +497,7 @@ func TestSystemGracefulShutdownHandsOver(t *testing.T) {
 			case strings.HasPrefix(err.Error(), "MOVED "):
 				target = strings.Fields(err.Error())[2]
 			default:
-				target = other.addr()
+				target = other.Addr
 				time.Sleep(10 * time.Millisecond)
 			}
 		}

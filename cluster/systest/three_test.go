@@ -24,7 +24,7 @@ func TestSystemThreeNodes(t *testing.T) {
 	t0 := time.Now()
 	c := startCluster(t, 3, 16)
 	t.Logf("3 nodes formed, all slots covered in %v", time.Since(t0))
-	cl := c.procs[0].client()
+	cl := client(c.procs[0])
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
@@ -49,7 +49,7 @@ func TestSystemThreeNodes(t *testing.T) {
 
 	// redis-cli -c through node 0.
 	for i := 0; i < 16; i++ {
-		out, err := exec.CommandContext(ctx, "redis-cli", "-c", "-p", strconv.Itoa(c.procs[0].port),
+		out, err := exec.CommandContext(ctx, "redis-cli", "-c", "-p", strconv.Itoa(c.procs[0].Port),
 			"XADD", fmt.Sprintf("orders:{%d}", i), "*", "item", strconv.Itoa(i)).CombinedOutput()
 		s := strings.TrimSpace(string(out))
 		if err != nil || !strings.Contains(s, "-") || strings.Contains(strings.ToUpper(s), "ERR") || strings.Contains(s, "MOVED") {
@@ -57,7 +57,7 @@ func TestSystemThreeNodes(t *testing.T) {
 		}
 	}
 	for i := 0; i < 16; i++ {
-		out, err := exec.CommandContext(ctx, "redis-cli", "-c", "-p", strconv.Itoa(c.procs[1].port),
+		out, err := exec.CommandContext(ctx, "redis-cli", "-c", "-p", strconv.Itoa(c.procs[1].Port),
 			"XLEN", fmt.Sprintf("orders:{%d}", i)).CombinedOutput()
 		if s := strings.TrimSpace(string(out)); err != nil || s != "1" {
 			t.Fatalf("redis-cli -c XLEN orders:{%d} via node 1: %q, %v", i, s, err)
@@ -66,7 +66,7 @@ func TestSystemThreeNodes(t *testing.T) {
 
 	// CLUSTER SLOTS and CLUSTER SHARDS cover every slot exactly once.
 	for _, p := range c.procs {
-		pc := p.client()
+		pc := client(p)
 		ss, err := pc.ClusterSlots(ctx).Result()
 		if err != nil {
 			t.Fatal(err)
@@ -75,7 +75,7 @@ func TestSystemThreeNodes(t *testing.T) {
 		for _, s := range ss {
 			for k := s.Start; k <= s.End; k++ {
 				if seen[k] {
-					t.Fatalf("%s: CLUSTER SLOTS lists slot %d twice", p.name, k)
+					t.Fatalf("%s: CLUSTER SLOTS lists slot %d twice", p.Name, k)
 				}
 				seen[k] = true
 			}
@@ -92,12 +92,12 @@ func TestSystemThreeNodes(t *testing.T) {
 		}
 		pc.Close()
 		if len(ss) == 0 || slicesCount(seen) != slots.Count || n != slots.Count {
-			t.Fatalf("%s: CLUSTER SLOTS covers %d slots, CLUSTER SHARDS %d", p.name, slicesCount(seen), n)
+			t.Fatalf("%s: CLUSTER SLOTS covers %d slots, CLUSTER SHARDS %d", p.Name, slicesCount(seen), n)
 		}
 	}
 
 	// go-redis ClusterClient: XADD to one stream per shard, 20 rounds.
-	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{c.procs[0].addr()}, MaxRedirects: 8})
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{c.procs[0].Addr}, MaxRedirects: 8})
 	defer cc.Close()
 	keys := keyPerShard("cc:", 16)
 	t1 := time.Now()
@@ -117,7 +117,7 @@ func TestSystemThreeNodes(t *testing.T) {
 
 	// redis-benchmark --cluster: {tag} is replaced per node with a tag of
 	// a slot that node serves.
-	out, err := exec.CommandContext(ctx, "redis-benchmark", "--cluster", "-h", "127.0.0.1", "-p", strconv.Itoa(c.procs[0].port),
+	out, err := exec.CommandContext(ctx, "redis-benchmark", "--cluster", "-h", "127.0.0.1", "-p", strconv.Itoa(c.procs[0].Port),
 		"-n", "3000", "-c", "12", "-q", "XADD", "bench:{tag}", "*", "f", "v").CombinedOutput()
 	s := string(out)
 	if err != nil || strings.Contains(strings.ToLower(s), "error") || !strings.Contains(s, "requests per second") {

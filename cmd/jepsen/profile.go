@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/raftstream/raftstream/jepsen/checker"
+	"github.com/raftstream/raftstream/jepsen/local"
 	"github.com/raftstream/raftstream/jepsen/report"
 	"github.com/raftstream/raftstream/jepsen/runner"
 	"github.com/raftstream/raftstream/jepsen/workload"
@@ -89,16 +89,15 @@ func profileRuns(name string, base runner.Config, set map[string]bool) ([]runner
 	return runs, nil
 }
 
-// buildServer builds ./cmd/raftstream (run from the module root) into
-// out/bin/raftstream, for profiles started without -bin.
+// buildServer builds the server (local.BuildServer: run inside the module)
+// into out/bin/raftstream, for profiles started without -bin.
 func buildServer(out string) (string, error) {
 	bin, err := filepath.Abs(filepath.Join(out, "bin", "raftstream"))
 	if err != nil {
 		return "", err
 	}
-	b, err := exec.Command("go", "build", "-o", bin, "./cmd/raftstream").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("%w: %s", err, strings.TrimSpace(string(b)))
+	if err := local.BuildServer(bin, false); err != nil {
+		return "", err
 	}
 	return bin, nil
 }

@@ -10,8 +10,8 @@ import (
 
 	"github.com/raftstream/raftstream/jepsen/report"
 	"github.com/raftstream/raftstream/jepsen/runner"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 	"github.com/raftstream/raftstream/jepsen/workload"
-	"github.com/raftstream/raftstream/resp/resptest"
 )
 
 // TestCIProfileCoversEverything: the ci profile runs every fault and every
@@ -97,7 +97,7 @@ func TestRunRejectsUnknownWorkloadAndBug(t *testing.T) {
 // against a real redis-server standing in for a published cluster port:
 // the run completes, checks pass, and the docker commands are printed.
 func TestExternalDryRun(t *testing.T) {
-	addr := resptest.StartRedis(t)
+	addr := testkit.StartRedis(t)
 	var out, errb bytes.Buffer
 	code := run([]string{"-addr", addr, "-docker", "deploy-node1-1", "-docker-network", "deploy_default", "-dry-run",
 		"-faults", "kill,pause,partition-one", "-fault-every", "300ms", "-fault-for", "300ms", "-duration", "2s",

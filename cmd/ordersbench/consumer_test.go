@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -17,7 +17,7 @@ import (
 // the stream.
 func billingStream(t *testing.T) (*redis.Client, string) {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: resptest.StartRedis(t), DisableIdentity: true})
+	c := redis.NewClient(&redis.Options{Addr: testkit.StartRedis(t), DisableIdentity: true})
 	t.Cleanup(func() { _ = c.Close() })
 	key := streamKey("orders", 0)
 	if err := c.XGroupCreateMkStream(context.Background(), key, "billing", "$").Err(); err != nil {
@@ -107,8 +107,8 @@ func TestReaderKeepsOnlyDrainReads(t *testing.T) {
 // against a one-node Redis Cluster holding every slot: each partition is
 // routed by its hash tag and read by its own reader.
 func TestRunClusterModeVerified(t *testing.T) {
-	addr := resptest.StartRedis(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
-	conn, err := resptest.Dial(addr)
+	addr := testkit.StartRedis(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
+	conn, err := testkit.Dial(addr)
 	if err != nil {
 		t.Fatal(err)
 	}

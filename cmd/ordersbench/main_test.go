@@ -12,13 +12,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 )
 
 // TestRunAgainstRedisVerified runs a short bounded workload through run()
 // against a real redis-server and checks the verdict and every output.
 func TestRunAgainstRedisVerified(t *testing.T) {
-	addr := resptest.StartRedis(t)
+	addr := testkit.StartRedis(t)
 	dir := t.TempDir()
 	cfg := DefaultConfig()
 	cfg.Addrs = []string{addr}
@@ -128,7 +128,7 @@ func TestRunAgainstRedisVerified(t *testing.T) {
 // (XTRIM MAXLEN 0 in a loop while a deliberately slow consumer reads one
 // entry at a time): --verify must report missing orders and run must fail.
 func TestRunVerifyDetectsLoss(t *testing.T) {
-	addr := resptest.StartRedis(t)
+	addr := testkit.StartRedis(t)
 	cfg := DefaultConfig()
 	cfg.Addrs = []string{addr}
 	cfg.Partitions = 1
@@ -151,7 +151,7 @@ func TestRunVerifyDetectsLoss(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		conn, err := resptest.Dial(addr)
+		conn, err := testkit.Dial(addr)
 		if err != nil {
 			return
 		}
@@ -215,7 +215,7 @@ func TestSVGChartGapsAndEscaping(t *testing.T) {
 // redis-server: the consumers start only when production has ended, drain
 // the whole backlog, and consumed/s is measured over the drain alone.
 func TestConsumeAfterDrainsBacklog(t *testing.T) {
-	addr := resptest.StartRedis(t)
+	addr := testkit.StartRedis(t)
 	cfg := DefaultConfig()
 	cfg.Addrs = []string{addr}
 	cfg.Partitions = 4

@@ -15,12 +15,14 @@ import (
 	"github.com/raftstream/raftstream/cluster"
 	"github.com/raftstream/raftstream/resp"
 	"github.com/raftstream/raftstream/resp/admin"
+	"github.com/raftstream/raftstream/resp/wire"
 )
 
 // Operator subcommands and the admin HTTP server's flags and wiring. The
-// logic lives in resp (admin_client.go, admin_cmds.go), resp/admin (the HTTP
-// server) and the node and server that write their own series; this file
-// only parses arguments, joins the pieces and prints.
+// server side lives in resp (admin_cmds.go), resp/admin (the HTTP server)
+// and the node and server that write their own series; the client side is
+// admin_client.go. This file only parses arguments, joins the pieces and
+// prints.
 //
 //	raftstream status          --addr host:port        table of nodes and shard replicas
 //	raftstream transfer-leader --addr host:port --shard N [--to node-id]
@@ -113,12 +115,12 @@ func statusCmd(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	nodes, rows, err := resp.ClusterStatus(*addr, *pass, *timeout)
+	nodes, rows, err := clusterStatus(*addr, *pass, *timeout)
 	if err != nil {
 		fmt.Fprintln(stderr, "raftstream status:", err)
 		return 1
 	}
-	if err := resp.WriteStatus(stdout, nodes, rows); err != nil {
+	if err := writeStatus(stdout, nodes, rows); err != nil {
 		fmt.Fprintln(stderr, "raftstream status:", err)
 		return 1
 	}
@@ -145,19 +147,19 @@ func transferLeaderCmd(args []string, stdout, stderr io.Writer) int {
 	// it up again, a bounded number of times.
 	deadline := time.Now().Add(*timeout)
 	for attempt := 1; ; attempt++ {
-		_, rows, err := resp.ClusterStatus(*addr, *pass, *timeout)
+		_, rows, err := clusterStatus(*addr, *pass, *timeout)
 		if err != nil {
 			fmt.Fprintln(stderr, "raftstream transfer-leader:", err)
 			return 1
 		}
-		leader := resp.ShardLeaderAddr(rows, *shard)
+		leader := shardLeaderAddr(rows, *shard)
 		if leader != "" {
 			err = adminOnce(leader, *pass, *timeout, cmd)
 			if err == nil {
 				fmt.Fprintln(stdout, "OK")
 				return 0
 			}
-			var ae resp.AdminError
+			var ae wire.Error
 			if !errors.As(err, &ae) || !strings.HasPrefix(string(ae), "TRYAGAIN") {
 				fmt.Fprintln(stderr, "raftstream transfer-leader:", err)
 				return 1
@@ -173,12 +175,12 @@ func transferLeaderCmd(args []string, stdout, stderr io.Writer) int {
 
 // adminOnce sends one admin command whose reply is a status.
 func adminOnce(addr, pass string, timeout time.Duration, cmd []string) error {
-	c, err := resp.DialAdmin(addr, pass, timeout)
+	c, err := adminDial(addr, pass, timeout)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	_, err = c.Do(cmd...)
+	_, err = adminDo(c, cmd...)
 	return err
 }
 
@@ -211,13 +213,13 @@ func removeNodeCmd(args []string, stdout, stderr io.Writer) int {
 
 // doAdmin runs one admin command and prints its reply.
 func doAdmin(addr, pass string, timeout time.Duration, cmd []string, stdout, stderr io.Writer) int {
-	c, err := resp.DialAdmin(addr, pass, timeout)
+	c, err := adminDial(addr, pass, timeout)
 	if err != nil {
 		fmt.Fprintln(stderr, "raftstream:", err)
 		return 1
 	}
 	defer c.Close()
-	v, err := c.Do(cmd...)
+	v, err := adminDo(c, cmd...)
 	if err != nil {
 		fmt.Fprintf(stderr, "raftstream: %s: %v\n", strings.ToLower(strings.Join(cmd[:2], " ")), err)
 		return 1

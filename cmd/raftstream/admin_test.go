@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -17,8 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/raftstream/raftstream/jepsen/testkit"
 	"github.com/raftstream/raftstream/resp"
-	"github.com/raftstream/raftstream/resp/resptest"
 )
 
 // httpGet returns the status and body of an admin endpoint (status 0 when
@@ -75,7 +74,7 @@ func scrape(t *testing.T, adminAddr string) map[string]float64 {
 // rawDo runs one command on addr and returns the raw reply.
 func rawDo(t *testing.T, addr string, args ...string) string {
 	t.Helper()
-	c, err := resptest.Dial(addr)
+	c, err := testkit.Dial(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +90,7 @@ func rawDo(t *testing.T, addr string, args ...string) string {
 func runCLI(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	cmd := exec.Command(binary, args...)
+	cmd := exec.Command(testkit.Server(t), args...)
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
 	if err != nil {
@@ -119,10 +118,10 @@ func TestAdminReadyWaitsForServer(t *testing.T) {
 // stream workload through a real client, and finds the named series with
 // the values the workload implies.
 func TestAdminMetricsAfterWorkload(t *testing.T) {
-	admin := fmt.Sprintf("127.0.0.1:%d", resptest.FreePort(t))
+	admin := fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t))
 	n := startNode(t, "", "--admin-addr", admin, "--metrics-streams", "2")
 	const N, read = 60, 25
-	c, err := resptest.Dial(n.Addr)
+	c, err := testkit.Dial(n.Addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,61 +207,24 @@ func TestAdminMetricsAfterWorkload(t *testing.T) {
 	}
 }
 
-// clusterProc is one node of a test cluster with its own admin port and a
-// JSON log file; it can be killed and restarted with the same arguments.
-type clusterProc struct {
-	t         *testing.T
-	args      []string
-	addr, adm string
-	logPath   string
-	cmd       *exec.Cmd
-}
-
-func (p *clusterProc) start() {
-	p.t.Helper()
-	lf, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	p.cmd = exec.Command(binary, p.args...)
-	p.cmd.Stdout, p.cmd.Stderr = lf, lf
-	if err := p.cmd.Start(); err != nil {
-		p.t.Fatal(err)
-	}
-	lf.Close()
-}
-
-func (p *clusterProc) kill() {
-	if p.cmd != nil {
-		_ = p.cmd.Process.Kill()
-		_, _ = p.cmd.Process.Wait()
-		p.cmd = nil
-	}
+// adminNode is one node of a test cluster with its own admin port (adm),
+// logging JSON at the default level.
+type adminNode struct {
+	*testkit.Node
+	adm string
 }
 
 // startAdminCluster starts n nodes (shards shards) logging JSON at the
 // default level, each with --admin-addr.
-func startAdminCluster(t *testing.T, n, shards int) []*clusterProc {
-	root := t.TempDir()
-	ports, buses, adms := make([]int, n), make([]string, n), make([]int, n)
-	for i := range ports {
-		ports[i], adms[i] = resptest.FreePort(t), resptest.FreePort(t)
-		buses[i] = "127.0.0.1:" + strconv.Itoa(resptest.FreePort(t))
+func startAdminCluster(t *testing.T, n, shards int) []adminNode {
+	nodes := testkit.NewCluster(t, n, "--shards", strconv.Itoa(shards), "--log-format", "json",
+		"--raft-heartbeat-timeout", "300ms", "--raft-election-timeout", "300ms")
+	procs := make([]adminNode, n)
+	for i, nd := range nodes {
+		procs[i] = adminNode{nd, fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t))}
+		nd.Args = append(nd.Args, "--admin-addr", procs[i].adm)
 	}
-	procs := make([]*clusterProc, n)
-	for i := range procs {
-		_, bus, _ := strings.Cut(buses[i], ":")
-		p := &clusterProc{t: t, addr: fmt.Sprintf("127.0.0.1:%d", ports[i]), adm: fmt.Sprintf("127.0.0.1:%d", adms[i]),
-			logPath: filepath.Join(root, fmt.Sprintf("node%d.log", i))}
-		p.args = []string{"--port", strconv.Itoa(ports[i]), "--cluster-port", bus,
-			"--dir", filepath.Join(root, fmt.Sprint("node", i)), "--join", strings.Join(buses, ","),
-			"--bootstrap-expect", strconv.Itoa(n), "--shards", strconv.Itoa(shards),
-			"--log-format", "json", "--admin-addr", p.adm,
-			"--raft-heartbeat-timeout", "300ms", "--raft-election-timeout", "300ms"}
-		p.start()
-		procs[i] = p
-		t.Cleanup(p.kill)
-	}
+	testkit.StartAll(t, nodes...)
 	return procs
 }
 
@@ -292,13 +254,13 @@ func TestAdminClusterReadinessStatusAndLogs(t *testing.T) {
 		waitHTTP(t, "http://"+p.adm+"/readyz", 200, 60*time.Second)
 	}
 
-	out, err := runCLI(t, "status", "--addr", procs[0].addr)
+	out, err := runCLI(t, "status", "--addr", procs[0].Addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range procs {
-		if !strings.Contains(out, p.addr) {
-			t.Errorf("status does not list node %s:\n%s", p.addr, out)
+		if !strings.Contains(out, p.Addr) {
+			t.Errorf("status does not list node %s:\n%s", p.Addr, out)
 		}
 	}
 	leaderOf := map[int]string{}
@@ -320,16 +282,16 @@ func TestAdminClusterReadinessStatusAndLogs(t *testing.T) {
 	// transfer-leader, sent to a node that does not lead shard 0 (the CLI
 	// finds the leader): status then shows another node leading it.
 	if old := leaderOf[0]; old != "" {
-		other := procs[0].addr
+		other := procs[0].Addr
 		if other == old {
-			other = procs[1].addr
+			other = procs[1].Addr
 		}
 		if o, err := runCLI(t, "transfer-leader", "--addr", other, "--shard", "0"); err != nil {
 			t.Errorf("transfer-leader: %v %s", err, o)
 		} else {
 			moved := false
 			for deadline := time.Now().Add(10 * time.Second); !moved && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-				o, _ := runCLI(t, "status", "--addr", procs[0].addr)
+				o, _ := runCLI(t, "status", "--addr", procs[0].Addr)
 				for _, m := range row.FindAllStringSubmatch(o, -1) {
 					if m[1] == "0" && m[4] == "leader" && m[3] != old {
 						moved = true
@@ -341,14 +303,14 @@ func TestAdminClusterReadinessStatusAndLogs(t *testing.T) {
 			}
 		}
 	}
-	if o, err := runCLI(t, "snapshot", "--addr", procs[0].addr); err != nil || !strings.Contains(o, "snapshot(s) taken") {
+	if o, err := runCLI(t, "snapshot", "--addr", procs[0].Addr); err != nil || !strings.Contains(o, "snapshot(s) taken") {
 		t.Errorf("snapshot: %q %v", o, err)
 	}
 
 	// Quorum loss: the survivor must stop claiming readiness.
 	t.Logf("status:\n%s", out)
-	procs[1].kill()
-	procs[2].kill()
+	procs[1].Kill()
+	procs[2].Kill()
 	start := time.Now()
 	waitHTTP(t, "http://"+procs[0].adm+"/readyz", 503, 30*time.Second)
 	_, why := httpGet("http://" + procs[0].adm + "/readyz")
@@ -356,17 +318,16 @@ func TestAdminClusterReadinessStatusAndLogs(t *testing.T) {
 	if m := scrape(t, procs[0].adm); m["raftstream_ready"] != 0 {
 		t.Errorf("raftstream_ready = %v while quorum is lost", m["raftstream_ready"])
 	}
-	procs[1].start()
-	procs[2].start()
+	testkit.StartAll(t, procs[1].Node, procs[2].Node)
 	start = time.Now()
 	waitHTTP(t, "http://"+procs[0].adm+"/readyz", 200, 60*time.Second)
 	t.Logf("survivor ready again %v after the restart", time.Since(start).Round(time.Millisecond))
 	for _, p := range procs {
-		p.kill()
+		p.Kill()
 	}
 
 	for i, p := range procs {
-		f, err := os.Open(p.logPath)
+		f, err := os.Open(p.Log)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -407,19 +368,19 @@ func TestAdminRemoveNode(t *testing.T) {
 	for _, p := range procs {
 		waitHTTP(t, "http://"+p.adm+"/readyz", 200, 60*time.Second)
 	}
-	idRe := regexp.MustCompile(`(?m)^([0-9a-f]{40}) ` + regexp.QuoteMeta(procs[3].addr) + `@`)
-	m := idRe.FindStringSubmatch(rawBulk(t, procs[0].addr, "CLUSTER", "NODES"))
+	idRe := regexp.MustCompile(`(?m)^([0-9a-f]{40}) ` + regexp.QuoteMeta(procs[3].Addr) + `@`)
+	m := idRe.FindStringSubmatch(rawBulk(t, procs[0].Addr, "CLUSTER", "NODES"))
 	if m == nil {
-		t.Fatalf("node %s not in CLUSTER NODES", procs[3].addr)
+		t.Fatalf("node %s not in CLUSTER NODES", procs[3].Addr)
 	}
-	if o, err := runCLI(t, "remove-node", "--addr", procs[0].addr, "--node", m[1], "--timeout", "60s"); err != nil {
+	if o, err := runCLI(t, "remove-node", "--addr", procs[0].Addr, "--node", m[1], "--timeout", "60s"); err != nil {
 		t.Fatalf("remove-node: %v %s", err, o)
 	}
 	row := regexp.MustCompile(`(?m)^(\d+)\s+(\S+)\s+(\S+)\s+(leader|follower|candidate)\s`)
 	var out string
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		out, _ = runCLI(t, "status", "--addr", procs[0].addr)
-		if strings.Contains(out, procs[3].addr) {
+		out, _ = runCLI(t, "status", "--addr", procs[0].Addr)
+		if strings.Contains(out, procs[3].Addr) {
 			continue
 		}
 		reps, leaders := map[string]int{}, map[string]int{}

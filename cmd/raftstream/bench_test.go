@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 )
 
 // xaddLoad runs clients connections, each sending pipelines of depth XADDs
@@ -18,17 +18,17 @@ func xaddLoad(tb testing.TB, addr string, clients, depth int, d time.Duration) f
 	var wg sync.WaitGroup
 	stop := time.Now().Add(d)
 	for i := 0; i < clients; i++ {
-		c, err := resptest.Dial(addr)
+		c, err := testkit.Dial(addr)
 		if err != nil {
 			tb.Fatal(err)
 		}
 		wg.Add(1)
-		go func(i int, c *resptest.Conn) {
+		go func(i int, c *testkit.Conn) {
 			defer wg.Done()
 			defer c.Close()
 			var batch []byte
 			for j := 0; j < depth; j++ {
-				batch = append(batch, resptest.EncodeCommand("XADD", fmt.Sprintf("bench:%d", i), "*", "f", "vvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvv")...)
+				batch = append(batch, testkit.EncodeCommand("XADD", fmt.Sprintf("bench:%d", i), "*", "f", "vvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvv")...)
 			}
 			for time.Now().Before(stop) {
 				if err := c.WriteRaw(batch); err != nil {
@@ -60,7 +60,7 @@ func BenchmarkThroughput(b *testing.B) {
 	d := 3 * time.Second
 	for i := 0; i < b.N; i++ {
 		rs := startNode(b, "")
-		redisAddr := resptest.StartRedis(b, "--appendonly", "yes", "--appendfsync", "always")
+		redisAddr := testkit.StartRedis(b, "--appendonly", "yes", "--appendfsync", "always")
 		single := xaddLoad(b, rs.Addr, 1, 1, d)
 		rsOps := xaddLoad(b, rs.Addr, clients, depth, d)
 		redisOps := xaddLoad(b, redisAddr, clients, depth, d)
@@ -87,11 +87,11 @@ func TestDeepPipelinesNeverBusy(t *testing.T) {
 	for i := 0; i < clients; i++ {
 		c := dial(t, rs.Addr)
 		wg.Add(1)
-		go func(c *resptest.Conn) {
+		go func(c *testkit.Conn) {
 			defer wg.Done()
 			var batch []byte
 			for j := 0; j < depth; j++ {
-				batch = append(batch, resptest.EncodeCommand("XADD", "deep", "*", "f", "v")...)
+				batch = append(batch, testkit.EncodeCommand("XADD", "deep", "*", "f", "v")...)
 			}
 			if err := c.WriteRaw(batch); err != nil {
 				t.Error(err)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 	"github.com/raftstream/raftstream/slots"
 )
 
@@ -22,7 +22,7 @@ func leaderOfKey(t *testing.T, addrs []string, key string) string {
 	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		for _, a := range addrs {
-			c, err := resptest.Dial(a)
+			c, err := testkit.Dial(a)
 			if err != nil {
 				continue
 			}
@@ -46,7 +46,7 @@ func blockedRead(t *testing.T, addr string, args ...string) <-chan string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	if _, err := c.Write(resptest.EncodeCommand(args...)); err != nil {
+	if _, err := c.Write(testkit.EncodeCommand(args...)); err != nil {
 		t.Fatal(err)
 	}
 	out := make(chan string, 1)
@@ -68,7 +68,8 @@ func blockedRead(t *testing.T, addr string, args ...string) <-chan string {
 // keeps consuming across both without hanging.
 func TestBlockedReadersFollowTheLeader(t *testing.T) {
 	const election = 300 * time.Millisecond // startCluster's Raft timeouts
-	addrs, cmds := startCluster(t, 3, 1)
+	nodes := startCluster(t, 3, 1)
+	addrs := addrsOf(nodes)
 	key := "blk:{1}"
 	slot := slots.Of([]byte(key))
 	leader := leaderOfKey(t, addrs, key)
@@ -169,13 +170,13 @@ func TestBlockedReadersFollowTheLeader(t *testing.T) {
 	var stopped []int
 	for i, a := range addrs {
 		if a != leader {
-			_ = cmds[i].Process.Signal(syscall.SIGSTOP)
+			_ = syscall.Kill(nodes[i].Pid(), syscall.SIGSTOP)
 			stopped = append(stopped, i)
 		}
 	}
 	resume := func() {
 		for _, i := range stopped {
-			_ = cmds[i].Process.Signal(syscall.SIGCONT)
+			_ = syscall.Kill(nodes[i].Pid(), syscall.SIGCONT)
 		}
 		stopped = nil
 	}

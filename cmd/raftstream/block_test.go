@@ -10,7 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 )
 
 // waitBlocked waits until INFO reports n blocked clients.
@@ -52,7 +52,7 @@ func blockThenWrite(t *testing.T, addr string, setup [][]string, blockCmd []stri
 
 func TestBlockingReadsMatchRedis(t *testing.T) {
 	rs := startNode(t, "")
-	redis := resptest.StartRedis(t)
+	redis := testkit.StartRedis(t)
 	cases := []struct {
 		name   string
 		setup  [][]string
@@ -82,7 +82,7 @@ func TestBlockingReadsMatchRedis(t *testing.T) {
 
 func TestBlockingTimeoutNullReply(t *testing.T) {
 	rs := startNode(t, "")
-	redis := resptest.StartRedis(t)
+	redis := testkit.StartRedis(t)
 	runDiff(t, rs.Addr, redis, script(
 		"XREAD BLOCK 50 STREAMS nothing $",
 		"XGROUP CREATE tg g $ MKSTREAM",
@@ -102,7 +102,7 @@ func TestBlockingTimeoutNullReply(t *testing.T) {
 
 func TestBlockedClientDisconnectIsCleanedUp(t *testing.T) {
 	rs := startNode(t, "")
-	c, err := resptest.Dial(rs.Addr)
+	c, err := testkit.Dial(rs.Addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func TestConsumerGroupUnderConcurrentWriters(t *testing.T) {
 // each new entry goes to the one that blocked first, as in Redis.
 func TestBlockedGroupReadersServedFIFO(t *testing.T) {
 	rs := startNode(t, "")
-	redisAddr := resptest.StartRedis(t)
+	redisAddr := testkit.StartRedis(t)
 	for round := 0; round < 3; round++ {
 		var got [2]string
 		for i, addr := range []string{rs.Addr, redisAddr} {

@@ -3,71 +3,23 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 	"github.com/raftstream/raftstream/slots"
 )
-
-// startCluster starts n raftstream processes forming one cluster with the
-// given shard count, and returns their RESP addresses. Every process is
-// killed by PID at cleanup.
-func startCluster(t *testing.T, n, shards int, extra ...string) ([]string, []*exec.Cmd) {
-	t.Helper()
-	root := t.TempDir()
-	ports, buses := make([]int, n), make([]string, n)
-	for i := range ports {
-		ports[i] = resptest.FreePort(t)
-		buses[i] = "127.0.0.1:" + strconv.Itoa(resptest.FreePort(t))
-	}
-	cmds := make([]*exec.Cmd, n)
-	addrs := make([]string, n)
-	for i := range cmds {
-		_, bus, _ := strings.Cut(buses[i], ":")
-		lf, err := os.Create(filepath.Join(root, fmt.Sprintf("node%d.log", i)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command(binary, "--port", strconv.Itoa(ports[i]), "--cluster-port", bus,
-			"--dir", filepath.Join(root, fmt.Sprint("node", i)), "--join", strings.Join(buses, ","),
-			"--bootstrap-expect", strconv.Itoa(n), "--shards", strconv.Itoa(shards), "--log-level", "error",
-			"--raft-heartbeat-timeout", "300ms", "--raft-election-timeout", "300ms")
-		cmd.Args = append(cmd.Args, extra...)
-		cmd.Stdout, cmd.Stderr = lf, lf
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		lf.Close()
-		cmds[i] = cmd
-		addrs[i] = fmt.Sprintf("127.0.0.1:%d", ports[i])
-		t.Cleanup(func() {
-			_ = cmd.Process.Kill()
-			_, _ = cmd.Process.Wait()
-		})
-	}
-	for i, a := range addrs {
-		if !waitReady(a, 30*time.Second, cmds[i]) {
-			b, _ := os.ReadFile(filepath.Join(root, fmt.Sprintf("node%d.log", i)))
-			t.Fatalf("node %d did not start:\n%s", i, b)
-		}
-	}
-	return addrs, cmds
-}
 
 // TestClusterClientFollowsMoved drives a 3-node, 6-shard cluster through
 // go-redis's ClusterClient: it discovers slots with CLUSTER SLOTS and
 // follows MOVED; after a node is killed, writes resume on the new leaders.
 func TestClusterClientFollowsMoved(t *testing.T) {
 	redis.SetLogger(quietLogger{}) // dial retries to the killed node are expected
-	addrs, cmds := startCluster(t, 3, 6)
+	nodes := startCluster(t, 3, 6)
+	addrs := addrsOf(nodes)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 
@@ -110,8 +62,7 @@ func TestClusterClientFollowsMoved(t *testing.T) {
 	}
 	// Kill one node: its shards elect new leaders on the other two, and the
 	// client follows (TRYAGAIN / MOVED / connection errors are retried).
-	_ = cmds[2].Process.Kill()
-	_, _ = cmds[2].Process.Wait()
+	nodes[2].Kill()
 	write(1, 40)
 	for k := 0; k < 40; k++ {
 		var n int64
@@ -138,7 +89,7 @@ func (quietLogger) Printf(context.Context, string, ...any) {}
 // led elsewhere are relayed to their leaders (writes, reads, MULTI/EXEC,
 // blocking reads) and never answered MOVED.
 func TestForwardingForPlainClients(t *testing.T) {
-	addrs, _ := startCluster(t, 3, 6, "--forwarding")
+	addrs := addrsOf(startCluster(t, 3, 6, "--forwarding"))
 	c := dial(t, addrs[0])
 	for i := 0; i < 30; i++ {
 		key := fmt.Sprint("fw:", i)
@@ -206,7 +157,7 @@ func TestForwardingForPlainClients(t *testing.T) {
 // tutorial examples with output identical to redis-server's, although that
 // node follows the shards of some of the tutorial's keys.
 func TestForwardingTutorialWithPlainRedisCLI(t *testing.T) {
-	addrs, _ := startCluster(t, 3, 6, "--forwarding")
+	addrs := addrsOf(startCluster(t, 3, 6, "--forwarding"))
 	rdb := redis.NewClient(&redis.Options{Addr: addrs[0]})
 	defer rdb.Close()
 	ranges, err := rdb.ClusterSlots(context.Background()).Result()
@@ -255,7 +206,7 @@ func TestForwardingTutorialWithPlainRedisCLI(t *testing.T) {
 		t.Fatalf("every tutorial key is led by %s; nothing would be forwarded", node)
 	}
 	t.Logf("tutorial through %s: %d of %d keys led by other nodes", node, remote, len(keys))
-	ref := resptest.StartRedis(t)
+	ref := testkit.StartRedis(t)
 	for _, step := range tutorialSteps {
 		args := strings.Fields(step)
 		got, want := redisCLI(t, node, args...), redisCLI(t, ref, args...)

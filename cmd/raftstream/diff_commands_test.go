@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 )
 
 // TestDiffEveryStreamCommand runs every stream and keyspace command the
@@ -12,7 +12,7 @@ import (
 // out: the installed redis-server is 7.0.)
 func TestDiffEveryStreamCommand(t *testing.T) {
 	rs := startNode(t, "")
-	redis := resptest.StartRedis(t)
+	redis := testkit.StartRedis(t)
 	runDiff(t, rs.Addr, redis, script(
 		"XADD s 1-1 a 1",
 		"XADD s 2-1 b 2",

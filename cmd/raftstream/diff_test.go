@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 )
 
 // runDiff sends each command to raftstream and to redis-server on fresh
@@ -56,7 +56,7 @@ func script(lines ...string) [][]string {
 
 func TestDiffConnectionCommands(t *testing.T) {
 	rs := startNode(t, "")
-	redis := resptest.StartRedis(t)
+	redis := testkit.StartRedis(t)
 	runDiff(t, rs.Addr, redis, script(
 		"PING",
 		"PING hello",
@@ -99,7 +99,7 @@ func TestDiffConnectionCommands(t *testing.T) {
 
 func TestDiffMultiExec(t *testing.T) {
 	rs := startNode(t, "")
-	redis := resptest.StartRedis(t)
+	redis := testkit.StartRedis(t)
 	runDiff(t, rs.Addr, redis, script(
 		"MULTI",
 		"MULTI",
@@ -132,7 +132,7 @@ func TestDiffMultiExec(t *testing.T) {
 
 func TestDiffStreams(t *testing.T) {
 	rs := startNode(t, "")
-	redis := resptest.StartRedis(t)
+	redis := testkit.StartRedis(t)
 	runDiff(t, rs.Addr, redis, script(
 		"XADD race:france 1692632086370-0 rider Castilla speed 30.2 position 1 location_id 1",
 		"XADD race:france 1692632094485-0 rider Norem speed 28.8 position 3 location_id 1",
@@ -162,7 +162,7 @@ func TestDiffStreams(t *testing.T) {
 // reply stream.
 func TestPipelining(t *testing.T) {
 	rs := startNode(t, "")
-	redis := resptest.StartRedis(t)
+	redis := testkit.StartRedis(t)
 	var cmds [][]string
 	for i := 1; i <= 200; i++ {
 		cmds = append(cmds, []string{"XADD", "p", fmt.Sprintf("%d-0", i), "n", fmt.Sprint(i)})
@@ -187,7 +187,7 @@ func TestPipelining(t *testing.T) {
 		c := dial(t, addr)
 		var raw []byte
 		for _, cmd := range cmds {
-			raw = append(raw, resptest.EncodeCommand(cmd...)...)
+			raw = append(raw, testkit.EncodeCommand(cmd...)...)
 		}
 		if err := c.WriteRaw(raw); err != nil {
 			t.Fatal(err)
@@ -209,7 +209,7 @@ func TestPipelining(t *testing.T) {
 
 func TestDiffRESP3(t *testing.T) {
 	rs := startNode(t, "")
-	redis := resptest.StartRedis(t)
+	redis := testkit.StartRedis(t)
 	// HELLO's reply differs in id; compare its shape with the id masked.
 	for _, addr := range []string{rs.Addr, redis} {
 		c := dial(t, addr)
@@ -238,7 +238,7 @@ func TestDiffRESP3(t *testing.T) {
 
 func TestAuthRequirePass(t *testing.T) {
 	rs := startNode(t, "", "--requirepass", "s3cret")
-	redis := resptest.StartRedis(t, "--requirepass", "s3cret")
+	redis := testkit.StartRedis(t, "--requirepass", "s3cret")
 	runDiff(t, rs.Addr, redis, script(
 		"PING",
 		"XADD a 1-1 f v",
@@ -272,9 +272,25 @@ func TestHealthSubcommand(t *testing.T) {
 	if code := health([]string{"--addr", rs.Addr}, &out, &errb); code != 0 {
 		t.Fatalf("health exit %d: %s", code, errb.String())
 	}
-	port := resptest.FreePort(t)
+	port := testkit.FreePort(t)
 	if code := health([]string{"--addr", fmt.Sprintf("127.0.0.1:%d", port), "--timeout", "500ms"}, &out, &errb); code != 1 {
 		t.Fatalf("health against a closed port exit %d, want 1", code)
+	}
+}
+
+// TestHealthSubcommandWithPassword: health authenticates with
+// --requirepass; without the password, or with a wrong one, the node is
+// not reported healthy.
+func TestHealthSubcommandWithPassword(t *testing.T) {
+	rs := startNode(t, "", "--requirepass", "s3cret")
+	for _, tc := range []struct {
+		pass string
+		code int
+	}{{"s3cret", 0}, {"", 1}, {"wrong", 1}} {
+		var out, errb strings.Builder
+		if code := health([]string{"--addr", rs.Addr, "--requirepass", tc.pass}, &out, &errb); code != tc.code {
+			t.Errorf("health --requirepass %q: exit %d, want %d (%s)", tc.pass, code, tc.code, errb.String())
+		}
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 )
 
 // mountTmpfs mounts a tmpfs of size at a fresh directory (unmounted at
@@ -78,7 +78,7 @@ func TestDiskFullLosesNoAcknowledgedWrite(t *testing.T) {
 		r, err := c.Do("XADD", "s", "*", "f", val)
 		if err != nil {
 			failures["connection: "+err.Error()]++
-			if c, err = resptest.Dial(n.Addr); err != nil {
+			if c, err = testkit.Dial(n.Addr); err != nil {
 				break // the node exited: that is a clear stop too
 			}
 			continue
@@ -99,14 +99,14 @@ func TestDiskFullLosesNoAcknowledgedWrite(t *testing.T) {
 	if len(acked) == 0 {
 		t.Fatal("no write acknowledged at all")
 	}
-	logb, _ := os.ReadFile(n.log)
+	logb, _ := os.ReadFile(n.Log)
 	if !bytes.Contains(logb, []byte("no space left on device")) {
 		t.Errorf("the node did not report the full disk in its log:\n%s", tail(logb, 3000))
 	}
 	if info := rawBulk(t, n.Addr, "INFO", "persistence"); !strings.Contains(info, "raft_log_last_write_status:err\r\n") {
 		t.Errorf("INFO persistence does not report the failed write:\n%s", info)
 	}
-	n.kill()
+	n.Kill()
 
 	// Restart from a copy of the data on a roomy disk.
 	big := t.TempDir()
@@ -163,10 +163,10 @@ func TestCorruptLogStoreRefusesToStart(t *testing.T) {
 			if r := do(t, dial(t, n.Addr), "XADD", "s", "*", "f", "v"); !strings.HasPrefix(r, "$") {
 				t.Fatalf("XADD: %q", r)
 			}
-			if err := n.stop(); err != nil {
+			if err := n.Stop(stopTimeout); err != nil {
 				t.Fatal(err)
 			}
-			db := filepath.Join(n.Dir, "data", "shards", "0", "raft.db")
+			db := filepath.Join(n.Dir, "shards", "0", "raft.db")
 			if err := tc.damage(db); err != nil {
 				t.Fatal(err)
 			}
@@ -190,10 +190,10 @@ func TestCorruptNodeLogRefusesToStart(t *testing.T) {
 			t.Fatalf("XADD: %q", r)
 		}
 	}
-	if err := n.stop(); err != nil {
+	if err := n.Stop(stopTimeout); err != nil {
 		t.Fatal(err)
 	}
-	segs, _ := filepath.Glob(filepath.Join(n.Dir, "data", "nodelog", "*.seg"))
+	segs, _ := filepath.Glob(filepath.Join(n.Dir, "nodelog", "*.seg"))
 	if len(segs) != 1 {
 		t.Fatalf("node log segments: %v", segs)
 	}
@@ -214,12 +214,12 @@ func TestCorruptNodeLogRefusesToStart(t *testing.T) {
 // restartExpectingExit starts n's binary again on its directory and ports
 // and returns its output once it exits; it fails the test if the node is
 // still running after 30 s (it should refuse to start).
-func restartExpectingExit(t *testing.T, n *node) ([]byte, error) {
+func restartExpectingExit(t *testing.T, n *testkit.Node) ([]byte, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, binary, "--port", strconv.Itoa(n.Port), "--cluster-port", strconv.Itoa(n.Bus),
-		"--dir", filepath.Join(n.Dir, "data")).CombinedOutput()
+	out, err := exec.CommandContext(ctx, testkit.Server(t), "--port", strconv.Itoa(n.Port), "--cluster-port", strconv.Itoa(n.Bus),
+		"--dir", n.Dir).CombinedOutput()
 	if ctx.Err() != nil {
 		t.Fatalf("the node kept running on a damaged log store:\n%s", tail(out, 2000))
 	}

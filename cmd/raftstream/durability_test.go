@@ -61,11 +61,11 @@ func TestDurabilitySIGKILL(t *testing.T) {
 			}
 			setup.Close()
 			for round := 0; round < 3; round++ {
-				runLoad(n.Addr, st, time.Duration(100+rng.Intn(400))*time.Millisecond, n.kill)
-				n.start()
+				runLoad(n.Addr, st, time.Duration(100+rng.Intn(400))*time.Millisecond, n.Kill)
+				n.Start()
 				verifyDurability(t, n.Addr, st, round)
 			}
-			snaps, _ := filepath.Glob(filepath.Join(n.Dir, "data", "shards", "*", "snapshots", "*", "meta.json"))
+			snaps, _ := filepath.Glob(filepath.Join(n.Dir, "shards", "*", "snapshots", "*", "meta.json"))
 			if wantSnap := mode.name == "snapshot+log"; wantSnap && len(snaps) == 0 {
 				t.Fatalf("no snapshot was taken: recovery never went through snapshot + log")
 			}

@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 )
 
 // TestDiffEdgeCases: argument errors and connection-state corners of the
@@ -14,7 +14,7 @@ import (
 // cluster.)
 func TestDiffEdgeCases(t *testing.T) {
 	rs := startNode(t, "")
-	redis := resptest.StartRedis(t)
+	redis := testkit.StartRedis(t)
 	runDiff(t, rs.Addr, redis, script(
 		"AUTH default x",
 		"AUTH a b c",

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 )
 
 // writerLog is one connection's XADD outcomes, in order.
@@ -31,7 +31,7 @@ type writerLog struct {
 func TestFsyncErrorLosesNoAcknowledgedWrite(t *testing.T) {
 	faultFile := filepath.Join(t.TempDir(), "fail-fsync")
 	t.Setenv(logStoreFaultEnv, faultFile)
-	admin := "127.0.0.1:" + strconv.Itoa(resptest.FreePort(t))
+	admin := "127.0.0.1:" + strconv.Itoa(testkit.FreePort(t))
 	n := startNode(t, "", "--admin-addr", admin, "--snapshot-interval", "1h")
 	if code, body := httpGet("http://" + admin + "/readyz"); code != 200 {
 		t.Fatalf("/readyz before the fault: %d %s", code, body)
@@ -49,7 +49,7 @@ func TestFsyncErrorLosesNoAcknowledgedWrite(t *testing.T) {
 		go func() {
 			defer total.Done()
 			l := logs[w]
-			c, err := resptest.Dial(n.Addr)
+			c, err := testkit.Dial(n.Addr)
 			if err != nil {
 				l.errs["dial: "+err.Error()]++
 				return
@@ -122,7 +122,7 @@ func TestFsyncErrorLosesNoAcknowledgedWrite(t *testing.T) {
 	}
 
 	// The node reports the fault.
-	logb, _ := os.ReadFile(n.log)
+	logb, _ := os.ReadFile(n.Log)
 	if !bytes.Contains(logb, []byte("Raft log store write failed")) || !bytes.Contains(logb, []byte("input/output error")) {
 		t.Errorf("the log does not report the failed write:\n%s", tail(logb, 3000))
 	}
@@ -138,11 +138,11 @@ func TestFsyncErrorLosesNoAcknowledgedWrite(t *testing.T) {
 	}
 
 	// Restart on the healed disk: every acknowledged write is there.
-	n.kill()
+	n.Kill()
 	if err := os.Remove(faultFile); err != nil {
 		t.Fatal(err)
 	}
-	n.restart()
+	n.Restart()
 	c := dial(t, n.Addr)
 	for w, l := range logs {
 		c.SetDeadline(time.Now().Add(30 * time.Second))

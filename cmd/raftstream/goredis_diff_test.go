@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 )
 
 // TestGoRedisDiff runs a consumer-group workflow through go-redis against
@@ -16,7 +16,7 @@ import (
 // with HELLO), and compares the decoded results.
 func TestGoRedisDiff(t *testing.T) {
 	rs := startNode(t, "")
-	redisAddr := resptest.StartRedis(t)
+	redisAddr := testkit.StartRedis(t)
 	ctx := context.Background()
 	for _, proto := range []int{2, 3} {
 		t.Run(fmt.Sprint("RESP", proto), func(t *testing.T) {

@@ -30,6 +30,7 @@ import (
 	"github.com/raftstream/raftstream/cluster"
 	"github.com/raftstream/raftstream/fsm"
 	"github.com/raftstream/raftstream/resp"
+	"github.com/raftstream/raftstream/resp/wire"
 )
 
 // The node is the RESP server's backend; the interface is resp's, the
@@ -403,31 +404,20 @@ func health(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	c, err := net.DialTimeout("tcp", *addr, *timeout)
+	deadline := time.Now().Add(*timeout)
+	c, err := wire.Dial(*addr, *pass, *timeout)
 	if err != nil {
 		fmt.Fprintln(stderr, "unhealthy:", err)
 		return 1
 	}
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(*timeout))
-	req := "*1\r\n$4\r\nPING\r\n"
-	if *pass != "" {
-		req = fmt.Sprintf("*2\r\n$4\r\nAUTH\r\n$%d\r\n%s\r\n", len(*pass), *pass) + req
-	}
-	if _, err := io.WriteString(c, req); err != nil {
+	c.SetDeadline(deadline)
+	got, err := c.Do("PING")
+	if err != nil {
 		fmt.Fprintln(stderr, "unhealthy:", err)
 		return 1
 	}
-	buf := make([]byte, 256)
-	var got []byte
-	for !strings.Contains(string(got), "+PONG\r\n") && !strings.HasPrefix(string(got), "-") {
-		n, err := c.Read(buf)
-		got = append(got, buf[:n]...)
-		if err != nil {
-			break
-		}
-	}
-	if strings.Contains(string(got), "+PONG\r\n") {
+	if string(got) == "+PONG\r\n" {
 		fmt.Fprintln(stdout, "PONG")
 		return 0
 	}

@@ -1,180 +1,56 @@
 package main
 
 import (
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 )
 
-// binary is the raftstream executable built once for the whole test run.
-var binary string
+// TestMain builds the server once for the whole run (testkit.Server), with
+// -race when the tests run with -race.
+func TestMain(m *testing.M) { testkit.Main(m, testkit.Race) }
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "raftstream-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, "raftstream")
-	args := []string{"build", "-o", binary}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	build := exec.Command("go", append(args, ".")...)
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build raftstream:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-// node is a raftstream process started by a test.
-type node struct {
-	t    testing.TB
-	cmd  *exec.Cmd
-	Addr string
-	Port int
-	Bus  int
-	Dir  string
-	args []string
-	log  string
-}
-
-// startNode starts raftstream on a free loopback port with a fresh data
-// directory (or dir, when given via reuse). The process is killed by PID at
+// startNode starts raftstream on free loopback ports with a fresh data
+// directory (or dir, when given), logging at warn unless extra says
+// otherwise, and waits until it answers. The process is killed by PID at
 // cleanup, even when the test fails.
-func startNode(t testing.TB, dir string, extra ...string) *node {
+func startNode(t testing.TB, dir string, extra ...string) *testkit.Node {
 	t.Helper()
-	if dir == "" {
-		dir = t.TempDir()
-	}
-	n := &node{t: t, Dir: dir, args: extra}
-	n.start()
-	t.Cleanup(func() {
-		n.kill()
-		n.checkRaces()
-	})
-	return n
+	return testkit.StartNode(t, dir, append([]string{"--log-level", "warn"}, extra...)...)
 }
 
-// checkRaces fails the test if the server (built with -race under go test
-// -race) reported a data race in its log.
-func (n *node) checkRaces() {
-	logs, _ := filepath.Glob(filepath.Join(filepath.Dir(n.Dir), filepath.Base(n.Dir)+"-*.log"))
-	for _, l := range logs {
-		b, _ := os.ReadFile(l)
-		if i := strings.Index(string(b), "WARNING: DATA RACE"); i >= 0 {
-			n.t.Errorf("data race in raftstream (%s):\n%s", l, b[i:min(len(b), i+4000)])
-		}
-	}
+// clusterArgs are the flags of every node of a test cluster of shards
+// shards (quick elections, errors only in the log), then extra.
+func clusterArgs(shards int, extra ...string) []string {
+	return append([]string{"--shards", strconv.Itoa(shards), "--log-level", "error",
+		"--raft-heartbeat-timeout", "300ms", "--raft-election-timeout", "300ms"}, extra...)
 }
 
-func (n *node) start() {
-	n.t.Helper()
-	var lastLog []byte
-	for attempt := 0; attempt < 5; attempt++ {
-		port := resptest.FreePort(n.t)
-		bus := resptest.FreePort(n.t)
-		if n.Port != 0 {
-			port, bus = n.Port, n.Bus // restart on the same ports
-		}
-		n.log = filepath.Join(filepath.Dir(n.Dir), filepath.Base(n.Dir)+"-"+strconv.Itoa(port)+".log")
-		lf, err := os.OpenFile(n.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-		if err != nil {
-			n.t.Fatal(err)
-		}
-		args := append([]string{"--port", strconv.Itoa(port), "--cluster-port", strconv.Itoa(bus),
-			"--dir", filepath.Join(n.Dir, "data"), "--log-level", "warn"}, n.args...)
-		cmd := exec.Command(binary, args...)
-		cmd.Stdout, cmd.Stderr = lf, lf
-		if err := cmd.Start(); err != nil {
-			lf.Close()
-			n.t.Fatal(err)
-		}
-		lf.Close()
-		addr := fmt.Sprintf("127.0.0.1:%d", port)
-		if waitReady(addr, 15*time.Second, cmd) {
-			n.cmd, n.Addr, n.Port, n.Bus = cmd, addr, port, bus
-			return
-		}
-		_ = cmd.Process.Kill()
-		_, _ = cmd.Process.Wait()
-		lastLog, _ = os.ReadFile(n.log)
-	}
-	n.t.Fatalf("raftstream did not start:\n%s", lastLog)
-}
-
-// waitReady waits until the node answers PING and a write succeeds (its
-// shards have a leader).
-func waitReady(addr string, d time.Duration, cmd *exec.Cmd) bool {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if cmd.ProcessState != nil {
-			return false
-		}
-		c, err := resptest.Dial(addr)
-		if err == nil {
-			r, err := c.Do("PING")
-			c.Close()
-			if err == nil && (string(r) == "+PONG\r\n" || strings.HasPrefix(string(r), "-NOAUTH")) {
-				return true
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return false
-}
-
-// kill sends SIGKILL (a crash) and waits for the process.
-func (n *node) kill() {
-	if n.cmd == nil {
-		return
-	}
-	_ = n.cmd.Process.Kill()
-	_, _ = n.cmd.Process.Wait()
-	n.cmd = nil
-}
-
-// stop sends SIGTERM (clean shutdown) and waits for the process to exit.
-func (n *node) stop() error {
-	if n.cmd == nil {
-		return nil
-	}
-	_ = n.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- n.cmd.Wait() }()
-	select {
-	case err := <-done:
-		n.cmd = nil
-		return err
-	case <-time.After(20 * time.Second):
-		n.kill()
-		return fmt.Errorf("raftstream did not exit after SIGTERM")
-	}
-}
-
-// restart starts the node again on the same port and data directory.
-func (n *node) restart() {
-	n.t.Helper()
-	n.kill()
-	n.start()
-}
-
-func dial(t testing.TB, addr string) *resptest.Conn {
+// startCluster starts n raftstream processes forming one cluster with the
+// given shard count and waits until every one answers. Every process is
+// killed by PID at cleanup.
+func startCluster(t *testing.T, n, shards int, extra ...string) []*testkit.Node {
 	t.Helper()
-	c, err := resptest.Dial(addr)
+	return testkit.StartCluster(t, n, clusterArgs(shards, extra...)...)
+}
+
+// addrsOf lists the nodes' RESP addresses.
+func addrsOf(nodes []*testkit.Node) []string {
+	addrs := make([]string, len(nodes))
+	for i, n := range nodes {
+		addrs[i] = n.Addr
+	}
+	return addrs
+}
+
+// stopTimeout is how long a node may take to exit on SIGTERM.
+const stopTimeout = 20 * time.Second
+
+func dial(t testing.TB, addr string) *testkit.Conn {
+	t.Helper()
+	c, err := testkit.Dial(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +58,7 @@ func dial(t testing.TB, addr string) *resptest.Conn {
 	return c
 }
 
-func do(t testing.TB, c *resptest.Conn, args ...string) string {
+func do(t testing.TB, c *testkit.Conn, args ...string) string {
 	t.Helper()
 	r, err := c.Do(args...)
 	if err != nil {

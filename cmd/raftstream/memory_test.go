@@ -13,7 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/jepsen/testkit"
+	"github.com/raftstream/raftstream/resp/wire"
 )
 
 // TestBulkLoadMemoryStaysNearRedis loads the 1M uniform order entries of the
@@ -47,15 +48,15 @@ func TestBulkLoadMemoryStaysNearRedis(t *testing.T) {
 			len(id), id, i%10000000, 10000+i%90000, i%1000000)
 	}
 
-	redis := resptest.StartRedis(t)
+	redis := testkit.StartRedis(t)
 	redisPid := serverPid(t, redis)
 	pipeLoad(t, redis, fill.Bytes(), n)
 	time.Sleep(2 * time.Second)
 	redisRSS := procStatus(t, redisPid)["VmRSS"]
 
-	admin := fmt.Sprintf("127.0.0.1:%d", resptest.FreePort(t))
+	admin := fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t))
 	nd := startNode(t, "", "--admin-addr", admin, "--pprof")
-	before := procStatus(t, nd.cmd.Process.Pid)
+	before := procStatus(t, nd.Pid())
 	var peakAnon, peakGo atomic.Int64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -75,9 +76,9 @@ func TestBulkLoadMemoryStaysNearRedis(t *testing.T) {
 			}
 		}()
 	}
-	if !raceEnabled {
+	if !testkit.Race {
 		sample(20*time.Millisecond, func() {
-			if st, err := readProcStatus(nd.cmd.Process.Pid); err == nil && st["RssAnon"] > peakAnon.Load() {
+			if st, err := readProcStatus(nd.Pid()); err == nil && st["RssAnon"] > peakAnon.Load() {
 				peakAnon.Store(st["RssAnon"])
 			}
 		})
@@ -93,14 +94,14 @@ func TestBulkLoadMemoryStaysNearRedis(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	close(stop)
 	wg.Wait()
-	after := procStatus(t, nd.cmd.Process.Pid)
+	after := procStatus(t, nd.Pid())
 	// At rest (nothing sent, nothing sampled): the node's whole RSS, as
 	// Redis's was measured, the least seen within 3 s (the idle trim looks
 	// once a second).
 	restRSS := after["VmRSS"]
 	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); {
 		time.Sleep(100 * time.Millisecond)
-		restRSS = min(restRSS, procStatus(t, nd.cmd.Process.Pid)["VmRSS"])
+		restRSS = min(restRSS, procStatus(t, nd.Pid())["VmRSS"])
 	}
 
 	c := dial(t, nd.Addr)
@@ -114,9 +115,9 @@ func TestBulkLoadMemoryStaysNearRedis(t *testing.T) {
 	t.Logf("load %s took %v; Redis VmRSS %d kB; node empty VmRSS %d kB, after VmRSS %d kB (anon %d, file %d), at rest %d kB (%.2fx); peak Go memory %d kB (%.2fx Redis), peak anon %d kB (%.2fx; race %v)",
 		strings.TrimSpace(loadavg()), took.Round(time.Millisecond), redisRSS, before["VmRSS"], after["VmRSS"], after["RssAnon"], after["RssFile"],
 		restRSS, float64(restRSS)/float64(redisRSS),
-		peakGo.Load(), float64(peakGo.Load())/float64(redisRSS), peakAnon.Load(), float64(peakAnon.Load())/float64(redisRSS), raceEnabled)
+		peakGo.Load(), float64(peakGo.Load())/float64(redisRSS), peakAnon.Load(), float64(peakAnon.Load())/float64(redisRSS), testkit.Race)
 	limit := redisRSS * 3 / 2
-	if !raceEnabled && restRSS > limit {
+	if !testkit.Race && restRSS > limit {
 		t.Errorf("node's RSS at rest after the load is %d kB, over 1.5x Redis's RSS for the same data (%d kB: limit %d kB)",
 			restRSS, redisRSS, limit)
 	}
@@ -182,17 +183,12 @@ func pipeLoad(t *testing.T, addr string, data []byte, n int) {
 	}()
 	r := bufio.NewReaderSize(conn, 64<<10)
 	for i := 0; i < n; i++ {
-		line, err := r.ReadSlice('\n')
+		reply, err := wire.ReadReply(r)
 		if err != nil {
 			t.Fatalf("%s: reply %d: %v", addr, i, err)
 		}
-		switch line[0] {
-		case '$':
-			if _, err := r.ReadSlice('\n'); err != nil {
-				t.Fatalf("%s: reply %d: %v", addr, i, err)
-			}
-		case '-':
-			t.Fatalf("%s: reply %d: %s", addr, i, line)
+		if reply[0] == '-' {
+			t.Fatalf("%s: reply %d: %s", addr, i, reply)
 		}
 	}
 	if err := <-werr; err != nil {

@@ -28,10 +28,10 @@ func infoField(t *testing.T, addr, section, field string) int64 {
 // entries survive a SIGKILL.
 func TestNodeLogGroupCommitsShards(t *testing.T) {
 	n := startNode(t, "", "--shards", "16")
-	if segs, _ := filepath.Glob(filepath.Join(n.Dir, "data", "nodelog", "*.seg")); len(segs) == 0 {
+	if segs, _ := filepath.Glob(filepath.Join(n.Dir, "nodelog", "*.seg")); len(segs) == 0 {
 		t.Fatal("no node log segment in the data dir")
 	}
-	if _, err := os.Stat(filepath.Join(n.Dir, "data", "shards", "0", "raft.db")); err == nil {
+	if _, err := os.Stat(filepath.Join(n.Dir, "shards", "0", "raft.db")); err == nil {
 		t.Fatal("a new shard got a bbolt log")
 	}
 	w0 := infoField(t, n.Addr, "persistence", "raft_log_writes")
@@ -60,8 +60,8 @@ func TestNodeLogGroupCommitsShards(t *testing.T) {
 		t.Fatalf("%d node log writes for %d shard requests: the shards' appends were not committed together", writes, reqs)
 	}
 
-	n.kill()
-	n.start()
+	n.Kill()
+	n.Start()
 	c := dial(t, n.Addr)
 	total := 0
 	for k := 0; k < 64; k++ {
@@ -84,7 +84,7 @@ func TestInfoMemoryRSSIsTheProcessRSS(t *testing.T) {
 		do(t, c, "XADD", "s", "*", "f", strconv.Itoa(i))
 	}
 	got := infoField(t, n.Addr, "memory", "used_memory_rss")
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", n.cmd.Process.Pid))
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", n.Pid()))
 	if err != nil {
 		t.Fatal(err)
 	}

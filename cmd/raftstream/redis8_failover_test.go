@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,7 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/jepsen/testkit"
+	"github.com/raftstream/raftstream/resp/wire"
 )
 
 // Acceptance test of the Redis 8.x stream features under failover: an
@@ -33,159 +32,12 @@ const (
 	r8Procs = 4   // concurrent producer connections (disjoint iids, one pid)
 )
 
-// r8Node is one restartable raftstream process of the failover cluster.
-type r8Node struct {
-	args []string
-	dir  string
-	log  string
-	addr string
-	cmd  *exec.Cmd
-}
-
-func (n *r8Node) start(t *testing.T) {
-	t.Helper()
-	if err := n.tryStart(); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// tryStart starts the process on the node's ports and data directory and
-// waits until it answers PING; safe to call from any goroutine.
-func (n *r8Node) tryStart() error {
-	lf, err := os.OpenFile(n.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	cmd := exec.Command(binary, n.args...)
-	cmd.Stdout, cmd.Stderr = lf, lf
-	if err := cmd.Start(); err != nil {
-		lf.Close()
-		return err
-	}
-	lf.Close()
-	n.cmd = cmd
-	if !waitReady(n.addr, 30*time.Second, cmd) {
-		b, _ := os.ReadFile(n.log)
-		return fmt.Errorf("node %s did not start:\n%s", n.addr, b)
-	}
-	return nil
-}
-
-// startNodesConcurrently starts every node and waits until all answer.
-func startNodesConcurrently(t *testing.T, nodes []*r8Node) {
-	t.Helper()
-	var wg sync.WaitGroup
-	errs := make([]error, len(nodes))
-	for i, nd := range nodes {
-		wg.Add(1)
-		go func(i int, nd *r8Node) {
-			defer wg.Done()
-			errs[i] = nd.tryStart()
-		}(i, nd)
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// kill SIGKILLs the process (by PID) and reaps it.
-func (n *r8Node) kill() {
-	if n.cmd == nil {
-		return
-	}
-	_ = n.cmd.Process.Kill()
-	_, _ = n.cmd.Process.Wait()
-	n.cmd = nil
-}
-
 // startR8Cluster starts a 3-node cluster of 3 shards (3 replicas each)
 // and aggressive snapshotting, so restarts recover from snapshot + a short
 // log tail and a lagging replica may catch up by snapshot install.
-func startR8Cluster(t *testing.T) []*r8Node {
+func startR8Cluster(t *testing.T) []*testkit.Node {
 	t.Helper()
-	root := t.TempDir()
-	const n = 3
-	ports, buses := make([]int, n), make([]string, n)
-	for i := range ports {
-		ports[i] = resptest.FreePort(t)
-		buses[i] = "127.0.0.1:" + strconv.Itoa(resptest.FreePort(t))
-	}
-	nodes := make([]*r8Node, n)
-	for i := range nodes {
-		_, bus, _ := strings.Cut(buses[i], ":")
-		dir := filepath.Join(root, fmt.Sprint("node", i))
-		nd := &r8Node{dir: dir, log: filepath.Join(root, fmt.Sprintf("node%d.log", i)),
-			addr: fmt.Sprintf("127.0.0.1:%d", ports[i])}
-		nd.args = []string{"--port", strconv.Itoa(ports[i]), "--cluster-port", bus,
-			"--dir", dir, "--join", strings.Join(buses, ","),
-			"--bootstrap-expect", strconv.Itoa(n), "--shards", "3", "--log-level", "error",
-			"--raft-heartbeat-timeout", "300ms", "--raft-election-timeout", "300ms",
-			"--snapshot-interval", "200ms", "--snapshot-threshold", "32", "--trailing-logs", "16"}
-		nodes[i] = nd
-		t.Cleanup(nd.kill) // by PID, whatever process the node runs at the end
-	}
-	// Start all processes at once: formation needs all of them.
-	startNodesConcurrently(t, nodes)
-	t.Cleanup(func() {
-		if t.Failed() {
-			for i, nd := range nodes {
-				b, _ := os.ReadFile(nd.log)
-				if len(b) > 3000 {
-					b = b[len(b)-3000:]
-				}
-				t.Logf("node %d log tail:\n%s", i, b)
-			}
-		}
-	})
-	return nodes
-}
-
-// r8Err is a RESP error reply.
-type r8Err string
-
-// parseRESP parses one RESP2 reply: simple strings and bulks become string,
-// errors r8Err, integers int64, arrays []any, nil bulks/arrays nil.
-func parseRESP(b []byte) (any, []byte, error) {
-	if len(b) == 0 {
-		return nil, nil, errors.New("empty reply")
-	}
-	i := bytes.Index(b, []byte("\r\n"))
-	if i < 0 {
-		return nil, nil, errors.New("truncated reply")
-	}
-	line, rest := string(b[1:i]), b[i+2:]
-	switch b[0] {
-	case '+':
-		return line, rest, nil
-	case '-':
-		return r8Err(line), rest, nil
-	case ':':
-		v, err := strconv.ParseInt(line, 10, 64)
-		return v, rest, err
-	case '$':
-		l, err := strconv.Atoi(line)
-		if err != nil || l < 0 {
-			return nil, rest, err
-		}
-		if len(rest) < l+2 {
-			return nil, nil, errors.New("truncated bulk")
-		}
-		return string(rest[:l]), rest[l+2:], nil
-	case '*':
-		l, err := strconv.Atoi(line)
-		if err != nil || l < 0 {
-			return nil, rest, err
-		}
-		arr := make([]any, l)
-		for k := range arr {
-			if arr[k], rest, err = parseRESP(rest); err != nil {
-				return nil, nil, err
-			}
-		}
-		return arr, rest, nil
-	}
-	return nil, nil, fmt.Errorf("unexpected reply type %q", b[0])
+	return startCluster(t, 3, 3, "--snapshot-interval", "200ms", "--snapshot-threshold", "32", "--trailing-logs", "16")
 }
 
 // r8Client sends commands to the current leader of r8Key's shard, following
@@ -193,7 +45,7 @@ func parseRESP(b []byte) (any, []byte, error) {
 type r8Client struct {
 	addrs []string
 	cur   string
-	conn  *resptest.Conn
+	conn  *testkit.Conn
 	// uncertain: the last call resent its command after an error that
 	// leaves the outcome of an earlier attempt unknown (connection error
 	// after sending, UNKNOWN).
@@ -204,7 +56,7 @@ type r8Client struct {
 // the connection (the next call redials) and are returned.
 func (c *r8Client) do(args ...string) ([]byte, error) {
 	if c.conn == nil {
-		conn, err := resptest.Dial(c.cur)
+		conn, err := testkit.Dial(c.cur)
 		if err != nil {
 			return nil, err
 		}
@@ -315,7 +167,7 @@ func TestRedis8FailoverIdempotentProducer(t *testing.T) {
 	nodes := startR8Cluster(t)
 	addrs := make([]string, len(nodes))
 	for i, nd := range nodes {
-		addrs[i] = nd.addr
+		addrs[i] = nd.Addr
 	}
 	deadline := time.Now().Add(50 * time.Second)
 	st := &retryStats{}
@@ -356,7 +208,7 @@ func TestRedis8FailoverIdempotentProducer(t *testing.T) {
 					prodErr <- err
 					return
 				}
-				v, _, perr := parseRESP(r)
+				v, perr := wire.Parse(r)
 				id, ok := v.(string)
 				if perr != nil || !ok {
 					prodErr <- fmt.Errorf("XADD iid %d: %q", i, r)
@@ -395,12 +247,12 @@ func TestRedis8FailoverIdempotentProducer(t *testing.T) {
 				fail(err)
 				return
 			}
-			v, _, err := parseRESP(r)
+			v, err := wire.Parse(r)
 			if err != nil {
 				fail(fmt.Errorf("XREADGROUP: %q: %v", r, err))
 				return
 			}
-			if e, ok := v.(r8Err); ok {
+			if e, ok := v.(wire.Error); ok {
 				fail(fmt.Errorf("XREADGROUP: %s", e))
 				return
 			}
@@ -518,11 +370,11 @@ func TestRedis8FailoverIdempotentProducer(t *testing.T) {
 	waitAcked(r8N / 3)
 	leader := shardLeader(t, addrs)
 	killedAt := acked.Load()
-	nodes[leader].kill()
+	nodes[leader].Kill()
 	t.Logf("SIGKILLed leader node %d (%s) after %d acknowledged messages", leader, addrs[leader], killedAt)
 	waitAcked(2 * r8N / 3)
 	restartedAt := acked.Load()
-	nodes[leader].start(t)
+	nodes[leader].Start()
 	t.Logf("restarted node %d after %d acknowledged messages", leader, restartedAt)
 	prodWG.Wait()
 	close(prodDone)
@@ -546,7 +398,7 @@ func TestRedis8FailoverIdempotentProducer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, _, err := parseRESP(r)
+	v, err := wire.Parse(r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -607,7 +459,7 @@ func TestRedis8FailoverIdempotentProducer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, _, _ = parseRESP(r)
+	v, _ = wire.Parse(r)
 	pa, _ := v.([]any)
 	for _, p := range pa {
 		pending[p.([]any)[0].(string)] = true
@@ -621,7 +473,7 @@ func TestRedis8FailoverIdempotentProducer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, _, _ = parseRESP(r)
+	v, _ = wire.Parse(r)
 	dl, _ := v.([]any)
 	inDLQ := map[string]bool{}
 	for _, e := range dl {
@@ -653,19 +505,19 @@ func TestRedis8FailoverIdempotentProducer(t *testing.T) {
 	// 3. Restart every node; recovery goes through snapshots.
 	var snaps []string
 	for _, nd := range nodes {
-		s, _ := filepath.Glob(filepath.Join(nd.dir, "*", "*", "snapshots", "*", "meta.json"))
+		s, _ := filepath.Glob(filepath.Join(nd.Dir, "*", "*", "snapshots", "*", "meta.json"))
 		if len(s) == 0 {
-			s, _ = filepath.Glob(filepath.Join(nd.dir, "*", "*", "*", "snapshots", "*", "meta.json"))
+			s, _ = filepath.Glob(filepath.Join(nd.Dir, "*", "*", "*", "snapshots", "*", "meta.json"))
 		}
 		if len(s) == 0 {
-			t.Fatalf("node %s took no snapshot", nd.addr)
+			t.Fatalf("node %s took no snapshot", nd.Addr)
 		}
 		snaps = append(snaps, s...)
 	}
 	for _, nd := range nodes {
-		nd.kill()
+		nd.Kill()
 	}
-	startNodesConcurrently(t, nodes)
+	testkit.StartAll(t, nodes...)
 	deadline = time.Now().Add(30 * time.Second)
 	after := &r8Client{addrs: addrs, cur: addrs[0]}
 	defer after.reset()
@@ -705,7 +557,7 @@ func shardLeader(t *testing.T, addrs []string) int {
 	t.Helper()
 	for attempt := 0; attempt < 100; attempt++ {
 		for i, a := range addrs {
-			c, err := resptest.Dial(a)
+			c, err := testkit.Dial(a)
 			if err != nil {
 				continue
 			}
@@ -772,7 +624,7 @@ func firstDiff(a, b []byte) string {
 // through XINFO STREAM FULL).
 func maskPendingIdle(t *testing.T, r []byte) []byte {
 	t.Helper()
-	v, _, err := parseRESP(r)
+	v, err := wire.Parse(r)
 	if err != nil {
 		t.Fatalf("XPENDING: %q: %v", r, err)
 	}
@@ -801,7 +653,7 @@ func assertReplicasAgree(t *testing.T, addrs []string, d time.Duration) []byte {
 		{"XINFO", "GROUPS", r8Key},
 	}
 	snapshot := func(addr string) ([]byte, error) {
-		c, err := resptest.Dial(addr)
+		c, err := testkit.Dial(addr)
 		if err != nil {
 			return nil, err
 		}
@@ -885,7 +737,7 @@ func TestRedis8BlockingClaimWakes(t *testing.T) {
 		t.Fatal(err)
 	}
 	// [[cw [[1-1 [f v] idle 1]]]]: idle >= 300 ms, delivered once before.
-	v, _, err := parseRESP(r)
+	v, err := wire.Parse(r)
 	if err != nil {
 		t.Fatalf("%q: %v", r, err)
 	}

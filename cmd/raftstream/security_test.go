@@ -15,8 +15,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/raftstream/raftstream/cluster"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 	"github.com/raftstream/raftstream/resp"
-	"github.com/raftstream/raftstream/resp/resptest"
 )
 
 // doUntil repeats cmd on addr until pred accepts the reply (bounded).
@@ -24,7 +24,7 @@ func doUntil(t *testing.T, addr string, pred func(string) bool, cmd ...string) s
 	t.Helper()
 	var last string
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		c, err := resptest.Dial(addr)
+		c, err := testkit.Dial(addr)
 		if err != nil {
 			continue
 		}
@@ -41,7 +41,7 @@ func doUntil(t *testing.T, addr string, pred func(string) bool, cmd ...string) s
 // A user restricted to ~orders:* with +@read, created on one node, can
 // neither XADD nor read other keys on any node of a 3-node cluster.
 func TestACLEnforcedOnEveryClusterNode(t *testing.T) {
-	addrs, _ := startCluster(t, 3, 3)
+	addrs := addrsOf(startCluster(t, 3, 3))
 	// ACL SETUSER is proposed to shard 0; a node that does not lead it
 	// answers MOVED to the one that does.
 	setuser := []string{"ACL", "SETUSER", "orders", "on", ">orderspw", "~orders:*", "+@read"}
@@ -99,7 +99,7 @@ func TestACLSurvivesRestart(t *testing.T) {
 	if strings.Contains(raw, "apppw") {
 		t.Errorf("password in clear in the log: %q", raw)
 	}
-	n.restart()
+	n.Restart()
 	doUntil(t, n.Addr, func(r string) bool { return r == "+OK\r\n" }, "AUTH", "app", "apppw")
 	c = dial(t, n.Addr)
 	if r := do(t, c, "ACL", "LIST"); !strings.Contains(r, "user app on #") || strings.Contains(r, "user gone") {
@@ -110,7 +110,7 @@ func TestACLSurvivesRestart(t *testing.T) {
 func TestProtectedModeRefusesOpenBind(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, binary, "--bind", "0.0.0.0", "--port", "0", "--dir", t.TempDir()).CombinedOutput()
+	out, err := exec.CommandContext(ctx, testkit.Server(t), "--bind", "0.0.0.0", "--port", "0", "--dir", t.TempDir()).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "protected mode") {
 		t.Errorf("non-loopback bind without a password: err %v, output %q", err, out)
 	}
@@ -127,10 +127,10 @@ func TestRequirepassNotLogged(t *testing.T) {
 	do(t, c, "XADD", "s", "*", "f", "v")
 	do(t, c, "CONFIG", "GET", "requirepass")
 	do(t, c, "ACL", "SETUSER", "u", "on", ">"+secret+"-user")
-	if err := n.stop(); err != nil {
+	if err := n.Stop(stopTimeout); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(n.log)
+	b, err := os.ReadFile(n.Log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,8 +145,8 @@ func TestRequirepassNotLogged(t *testing.T) {
 // A node serves a TLS port next to its plaintext port; redis-cli --tls and
 // go-redis connect with a client certificate.
 func TestTLSPortProcess(t *testing.T) {
-	f := resptest.WriteTLSFiles(t, "node")
-	tlsPort := resptest.FreePort(t)
+	f := testkit.WriteTLSFiles(t, "node")
+	tlsPort := testkit.FreePort(t)
 	n := startNode(t, "", "--tls-port", strconv.Itoa(tlsPort), "--tls-cert-file", f.ServerCert, "--tls-key-file", f.ServerKey,
 		"--tls-ca-cert-file", f.CA)
 	tlsAddr := "127.0.0.1:" + strconv.Itoa(tlsPort)
@@ -177,11 +177,11 @@ func TestTLSPortProcess(t *testing.T) {
 
 // A 3-node cluster whose bus is mutual TLS forms and serves writes.
 func TestClusterBusTLS(t *testing.T) {
-	f := resptest.WriteTLSFiles(t, "cluster")
-	tlsArgs := func(f resptest.TLSFiles) []string {
+	f := testkit.WriteTLSFiles(t, "cluster")
+	tlsArgs := func(f testkit.TLSFiles) []string {
 		return []string{"--tls-cluster", "--tls-cert-file", f.ServerCert, "--tls-key-file", f.ServerKey, "--tls-ca-cert-file", f.CA}
 	}
-	addrs, _ := startCluster(t, 3, 3, tlsArgs(f)...)
+	addrs := addrsOf(startCluster(t, 3, 3, tlsArgs(f)...))
 	c := dial(t, addrs[0])
 	if r := do(t, c, "CLUSTER", "INFO"); !strings.Contains(r, "cluster_known_nodes:3") {
 		t.Fatalf("CLUSTER INFO: %q", r)
@@ -221,7 +221,7 @@ func TestACLFileFlag(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, binary, "--port", strconv.Itoa(resptest.FreePort(t)), "--cluster-port", strconv.Itoa(resptest.FreePort(t)),
+	out, err := exec.CommandContext(ctx, testkit.Server(t), "--port", strconv.Itoa(testkit.FreePort(t)), "--cluster-port", strconv.Itoa(testkit.FreePort(t)),
 		"--dir", t.TempDir(), "--aclfile", file).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "users.acl:1") {
 		t.Errorf("bad ACL file: %v %s", err, tail(out, 1000))

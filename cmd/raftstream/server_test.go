@@ -10,7 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 	"github.com/raftstream/raftstream/slots"
 )
 
@@ -159,7 +159,7 @@ func parseCursor(s string) uint64 {
 
 func TestMalformedProtocol(t *testing.T) {
 	rs := startNode(t, "")
-	redisAddr := resptest.StartRedis(t)
+	redisAddr := testkit.StartRedis(t)
 	for _, raw := range []string{"*1\r\n$x\r\n", "*a\r\n", "*1\r\n+PING\r\n",
 		"*1\r\n$4\r\nPING\r\n*1\r\n$600000000\r\n", "*2147483648\r\n", "*1\r\n$-2\r\n"} {
 		var got [2]string
@@ -189,7 +189,7 @@ func TestMalformedProtocol(t *testing.T) {
 // TestEmptyMultibulkIgnored: Redis skips "*0" and "*-1" frames.
 func TestEmptyMultibulkIgnored(t *testing.T) {
 	rs := startNode(t, "")
-	redisAddr := resptest.StartRedis(t)
+	redisAddr := testkit.StartRedis(t)
 	for _, addr := range []string{rs.Addr, redisAddr} {
 		c := dial(t, addr)
 		if err := c.WriteRaw([]byte("*0\r\n*-1\r\n*1\r\n$4\r\nPING\r\n")); err != nil {
@@ -228,10 +228,10 @@ func TestSIGTERMFinishesAndRestarts(t *testing.T) {
 	rs := startNode(t, "")
 	c := dial(t, rs.Addr)
 	do(t, c, "XADD", "term", "1-1", "f", "v")
-	if err := rs.stop(); err != nil {
+	if err := rs.Stop(stopTimeout); err != nil {
 		t.Fatalf("SIGTERM: %v", err)
 	}
-	rs.start()
+	rs.Start()
 	// A client blocked forever does not hold up a clean shutdown.
 	b := dial(t, rs.Addr)
 	if err := b.Send("XREAD", "BLOCK", "0", "STREAMS", "term", "$"); err != nil {
@@ -239,13 +239,13 @@ func TestSIGTERMFinishesAndRestarts(t *testing.T) {
 	}
 	waitBlocked(t, rs.Addr, 1)
 	start := time.Now()
-	if err := rs.stop(); err != nil {
+	if err := rs.Stop(stopTimeout); err != nil {
 		t.Fatalf("SIGTERM with a blocked client: %v", err)
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("shutdown with a blocked client took %v", d)
 	}
-	rs.start()
+	rs.Start()
 	c2 := dial(t, rs.Addr)
 	if got := do(t, c2, "XLEN", "term"); got != ":1\r\n" {
 		t.Fatalf("XLEN after restart: %q", got)
@@ -281,7 +281,7 @@ func TestReplicatedConfigAndDebugReload(t *testing.T) {
 	if got := do(t, c, "XLEN", "cfg"); got != ":20\r\n" {
 		t.Fatalf("XLEN after DEBUG RELOAD: %q", got)
 	}
-	rs.restart() // SIGKILL, then start on the same data
+	rs.Restart() // SIGKILL, then start on the same data
 	c2 := dial(t, rs.Addr)
 	want := "*4\r\n$21\r\nstream-node-max-bytes\r\n$4\r\n2048\r\n$23\r\nstream-node-max-entries\r\n$1\r\n7\r\n"
 	if got := do(t, c2, "CONFIG", "GET", "stream-node-max-*"); got != want {

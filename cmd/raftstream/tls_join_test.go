@@ -14,7 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/raftstream/raftstream/cluster"
-	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 )
 
 // clusterBuses reads every member's ID and bus address from CLUSTER NODES
@@ -53,12 +53,12 @@ func shardReplicas(t *testing.T, addr string) map[int]int64 {
 // serving every acknowledged write. The joined node is then removed with
 // RequestRemoveTLS (plaintext RequestRemove cannot reach a TLS bus).
 func TestTLSClusterJoinOnlyWithClusterCertificate(t *testing.T) {
-	good := resptest.WriteTLSFiles(t, "cluster")
-	other := resptest.WriteTLSFiles(t, "rogue")
+	good := testkit.WriteTLSFiles(t, "cluster")
+	other := testkit.WriteTLSFiles(t, "rogue")
 	tlsArgs := func(cert, key, ca string) []string {
 		return []string{"--tls-cluster", "--tls-cert-file", cert, "--tls-key-file", key, "--tls-ca-cert-file", ca}
 	}
-	addrs, _ := startCluster(t, 3, 3, append(tlsArgs(good.ServerCert, good.ServerKey, good.CA), "--log-level", "warn")...)
+	addrs := addrsOf(startCluster(t, 3, 3, append(tlsArgs(good.ServerCert, good.ServerKey, good.CA), "--log-level", "warn")...))
 	members := clusterBuses(t, addrs[0])
 	if len(members) != 3 {
 		t.Fatalf("CLUSTER NODES: %v", members)
@@ -98,10 +98,10 @@ func TestTLSClusterJoinOnlyWithClusterCertificate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rctx, rcancel := context.WithTimeout(ctx, 90*time.Second)
 			defer rcancel()
-			args := append([]string{"--port", strconv.Itoa(resptest.FreePort(t)), "--cluster-port", strconv.Itoa(resptest.FreePort(t)),
+			args := append([]string{"--port", strconv.Itoa(testkit.FreePort(t)), "--cluster-port", strconv.Itoa(testkit.FreePort(t)),
 				"--dir", t.TempDir(), "--join", join, "--log-level", "info"}, tlsArgs(tc.cert, tc.key, tc.ca)...)
 			start := time.Now()
-			out, err := exec.CommandContext(rctx, binary, args...).CombinedOutput()
+			out, err := exec.CommandContext(rctx, testkit.Server(t), args...).CombinedOutput()
 			if rctx.Err() != nil {
 				t.Fatalf("a node with a wrong certificate kept trying to join for 90s:\n%s", tail(out, 3000))
 			}

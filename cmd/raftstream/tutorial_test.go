@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 )
 
 // tutorialSteps are the Redis Streams tutorial's examples (the seed
@@ -61,7 +61,7 @@ func TestTutorialWithRedisCLI(t *testing.T) {
 		t.Fatalf("redis-cli not installed (apt-get install redis-tools): %v", err)
 	}
 	rs := startNode(t, "")
-	redis := resptest.StartRedis(t)
+	redis := testkit.StartRedis(t)
 	for _, step := range tutorialSteps {
 		args := strings.Fields(step)
 		got, want := redisCLI(t, rs.Addr, args...), redisCLI(t, redis, args...)

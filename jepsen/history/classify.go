@@ -15,7 +15,7 @@ var definiteCodes = map[string]bool{
 }
 
 // redisError is implemented by server error replies (go-redis's
-// redis.Error, resptest's error replies): the text is the reply without "-".
+// redis.Error): the text is the reply without "-".
 type redisError interface {
 	error
 	RedisError()

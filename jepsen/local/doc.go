@@ -19,7 +19,9 @@
 // partition-shaped schedules (Partition, Isolate, Heal) to them.
 //
 // Node starts, kills (SIGKILL by PID), stops and restarts one server
-// process on a fixed port and data directory.
+// process on a fixed port and data directory; it is the one place a server
+// process is started and stopped (jepsen/testkit's test nodes are Nodes).
+// BuildServer builds cmd/raftstream for the runner's profiles and for tests.
 //
 // Node-to-node links of a raftstream cluster: each node announces its real
 // bus address, and the runner starts node i with --debug-dial-map (test

@@ -3,7 +3,6 @@ package local
 import (
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -13,10 +12,13 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/raftstream/raftstream/resp/wire"
 )
 
 // Node is one server process on loopback that the harness starts, kills and
-// restarts: raftstream, or redis-server in this package's tests. Its command
+// restarts: raftstream, or redis-server (jepsen/testkit runs its test nodes
+// and redis-servers as Nodes too). Its command
 // line is Args with "{port}" and "{dir}" replaced by the node's RESP port and
 // data directory, which stay the same across restarts (a restart after Kill
 // is a crash recovery from whatever reached the disk).
@@ -31,9 +33,25 @@ type Node struct {
 	// Vars are further substitutions in Args: "{key}" becomes Vars[key].
 	Vars map[string]string
 
-	mu   sync.Mutex
+	mu sync.Mutex
+	p  *process // the last process started, or nil
+}
+
+// process is one run of a Node's command.
+type process struct {
 	cmd  *exec.Cmd
 	exit chan struct{} // closed when cmd has been reaped
+	err  error         // how it ended (cmd.Wait); read after exit is closed
+}
+
+// ended reports whether the process has been reaped.
+func (p *process) ended() bool {
+	select {
+	case <-p.exit:
+		return true
+	default:
+		return false
+	}
 }
 
 // Addr is the node's RESP address.
@@ -47,30 +65,41 @@ func (n *Node) Addr() string {
 
 // Running reports whether the process is alive.
 func (n *Node) Running() bool {
+	p := n.proc()
+	return p != nil && !p.ended()
+}
+
+// Pid is the process ID of the running process, 0 when none runs.
+func (n *Node) Pid() int {
+	if p := n.proc(); p != nil && !p.ended() {
+		return p.cmd.Process.Pid
+	}
+	return 0
+}
+
+// ExitErr is how the last process ended: nil when it exited with status 0
+// or still runs, else the error of exec.Cmd.Wait ("exit status 1",
+// "signal: killed").
+func (n *Node) ExitErr() error {
+	if p := n.proc(); p != nil && p.ended() {
+		return p.err
+	}
+	return nil
+}
+
+func (n *Node) proc() *process {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.cmd == nil {
-		return false
-	}
-	select {
-	case <-n.exit:
-		return false
-	default:
-		return true
-	}
+	return n.p
 }
 
 // Start launches the process and waits up to timeout for it to answer PING
-// with PONG on its port.
+// on its port (WaitPong).
 func (n *Node) Start(timeout time.Duration) error {
 	n.mu.Lock()
-	if n.cmd != nil {
-		select {
-		case <-n.exit:
-		default:
-			n.mu.Unlock()
-			return fmt.Errorf("node %s: already running (pid %d)", n.Name, n.cmd.Process.Pid)
-		}
+	if n.p != nil && !n.p.ended() {
+		n.mu.Unlock()
+		return fmt.Errorf("node %s: already running (pid %d)", n.Name, n.p.cmd.Process.Pid)
 	}
 	if err := os.MkdirAll(n.Dir, 0o755); err != nil {
 		n.mu.Unlock()
@@ -102,15 +131,15 @@ func (n *Node) Start(timeout time.Duration) error {
 		n.mu.Unlock()
 		return fmt.Errorf("node %s: %w", n.Name, err)
 	}
-	exit := make(chan struct{})
+	p := &process{cmd: cmd, exit: make(chan struct{})}
 	go func() {
-		_ = cmd.Wait()
+		p.err = cmd.Wait()
 		lf.Close()
-		close(exit)
+		close(p.exit)
 	}()
-	n.cmd, n.exit = cmd, exit
+	n.p = p
 	n.mu.Unlock()
-	if err := WaitPong(n.Addr(), timeout, exit); err != nil {
+	if err := WaitPong(n.Addr(), timeout, p.exit); err != nil {
 		_ = n.Kill()
 		return fmt.Errorf("node %s: %w (log %s)", n.Name, err, logPath)
 	}
@@ -130,22 +159,15 @@ func (n *Node) Stop(timeout time.Duration) error {
 }
 
 func (n *Node) signal(sig syscall.Signal, timeout time.Duration) error {
-	n.mu.Lock()
-	cmd, exit := n.cmd, n.exit
-	n.mu.Unlock()
-	if cmd == nil {
+	p := n.proc()
+	if p == nil || p.ended() {
 		return nil
 	}
-	select {
-	case <-exit:
-		return nil
-	default:
-	}
-	if err := cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+	if err := p.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return err
 	}
 	select {
-	case <-exit:
+	case <-p.exit:
 		return nil
 	case <-time.After(timeout):
 		return fmt.Errorf("node %s: still running %v after %v", n.Name, timeout, sig)
@@ -161,8 +183,9 @@ func (n *Node) Restart(timeout time.Duration) error {
 	return n.Start(timeout)
 }
 
-// WaitPong polls addr with PING until it answers +PONG, the process exits
-// (exit closed; may be nil), or timeout passes.
+// WaitPong polls addr with PING until the server answers, the process
+// exits (exit closed; may be nil), or timeout passes. A server answers with
+// +PONG, or with -NOAUTH when it wants a password: either way it serves.
 func WaitPong(addr string, timeout time.Duration, exit <-chan struct{}) error {
 	deadline := time.Now().Add(timeout)
 	var last error
@@ -181,21 +204,17 @@ func WaitPong(addr string, timeout time.Duration, exit <-chan struct{}) error {
 }
 
 func ping(addr string) error {
-	c, err := net.DialTimeout("tcp", addr, 500*time.Millisecond)
+	c, err := wire.Dial(addr, "", 500*time.Millisecond)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(500 * time.Millisecond))
-	if _, err := io.WriteString(c, "*1\r\n$4\r\nPING\r\n"); err != nil {
-		return err
-	}
-	buf := make([]byte, 64)
-	k, err := io.ReadAtLeast(c, buf, 7)
+	c.SetDeadline(time.Now().Add(500 * time.Millisecond))
+	r, err := c.Do("PING")
 	if err != nil {
 		return err
 	}
-	if got := string(buf[:k]); got != "+PONG\r\n" {
+	if got := string(r); got != "+PONG\r\n" && !strings.HasPrefix(got, "-NOAUTH") {
 		return fmt.Errorf("PING answered %q", got)
 	}
 	return nil
@@ -209,10 +228,9 @@ func (n *Node) Pause() error { return n.send(syscall.SIGSTOP) }
 func (n *Node) Resume() error { return n.send(syscall.SIGCONT) }
 
 func (n *Node) send(sig syscall.Signal) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.cmd == nil {
+	p := n.proc()
+	if p == nil {
 		return fmt.Errorf("node %s: not started", n.Name)
 	}
-	return n.cmd.Process.Signal(sig)
+	return p.cmd.Process.Signal(sig)
 }

@@ -1,4 +1,4 @@
-package local
+package local_test
 
 import (
 	"os/exec"
@@ -6,18 +6,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/jepsen/local"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 )
 
 // redisNode is a redis-server Node without persistence.
-func redisNode(t *testing.T) *Node {
+func redisNode(t *testing.T) *local.Node {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		t.Fatalf("redis-server not found: %v", err)
 	}
-	port := resptest.FreePort(t)
-	n := &Node{Name: "r1", Bin: bin, Port: port, Dir: filepath.Join(t.TempDir(), "r1"),
+	port := testkit.FreePort(t)
+	n := &local.Node{Name: "r1", Bin: bin, Port: port, Dir: filepath.Join(t.TempDir(), "r1"),
 		Args: []string{"--port", "{port}", "--bind", "127.0.0.1", "--dir", "{dir}", "--save", "", "--appendonly", "no"}}
 	t.Cleanup(func() { _ = n.Kill() })
 	return n
@@ -34,16 +35,22 @@ func TestNodeKillRestart(t *testing.T) {
 	if err := n.Start(time.Second); err == nil {
 		t.Fatal("second Start of a running node succeeded")
 	}
+	if n.Pid() == 0 {
+		t.Fatal("no Pid while running")
+	}
 	if err := n.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	if n.Running() || ping(n.Addr()) == nil {
+	if n.Running() || local.Ping(n.Addr()) == nil {
 		t.Fatal("node answers after Kill")
+	}
+	if err := n.ExitErr(); err == nil || err.Error() != "signal: killed" || n.Pid() != 0 {
+		t.Fatalf("after Kill: ExitErr %v, Pid %d", err, n.Pid())
 	}
 	if err := n.Restart(5 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if err := ping(n.Addr()); err != nil {
+	if err := local.Ping(n.Addr()); err != nil {
 		t.Fatalf("after restart: %v", err)
 	}
 	if err := n.Stop(5 * time.Second); err != nil {
@@ -51,6 +58,9 @@ func TestNodeKillRestart(t *testing.T) {
 	}
 	if n.Running() {
 		t.Fatal("running after Stop")
+	}
+	if err := n.ExitErr(); err != nil {
+		t.Fatalf("redis-server's exit on SIGTERM: %v", err)
 	}
 }
 
@@ -74,19 +84,32 @@ func TestNodePauseResume(t *testing.T) {
 	if err := n.Pause(); err != nil {
 		t.Fatal(err)
 	}
-	if err := ping(n.Addr()); err == nil {
+	if err := local.Ping(n.Addr()); err == nil {
 		t.Fatal("paused node answered PING")
 	}
 	if err := n.Resume(); err != nil {
 		t.Fatal(err)
 	}
-	if err := WaitPong(n.Addr(), 5*time.Second, nil); err != nil {
+	if err := local.WaitPong(n.Addr(), 5*time.Second, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := n.Pause(); err != nil { // a paused node can still be killed
 		t.Fatal(err)
 	}
 	if err := n.Kill(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestNodeWithPasswordStarts: a server that wants a password answers PING
+// with -NOAUTH, which is an answer: Start returns once it is given.
+func TestNodeWithPasswordStarts(t *testing.T) {
+	n := redisNode(t)
+	n.Args = append(n.Args, "--requirepass", "s3cret")
+	if err := n.Start(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := local.Ping(n.Addr()); err != nil {
 		t.Fatal(err)
 	}
 }

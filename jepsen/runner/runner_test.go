@@ -15,8 +15,12 @@ import (
 	"github.com/raftstream/raftstream/jepsen/history"
 	"github.com/raftstream/raftstream/jepsen/local"
 	"github.com/raftstream/raftstream/jepsen/report"
-	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 )
+
+// TestMain lets TestRaftstreamMembershipChange build the server once
+// (testkit.Server), without -race: the run's timeouts are the broker's.
+func TestMain(m *testing.M) { testkit.Main(m, false) }
 
 func redisConfig(t *testing.T, persist bool, faults ...string) Config {
 	t.Helper()
@@ -145,10 +149,7 @@ func TestRaftstreamMembershipChange(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a 4-node raftstream cluster for a minute")
 	}
-	bin := filepath.Join(t.TempDir(), "raftstream")
-	if b, err := exec.Command("go", "build", "-o", bin, "github.com/raftstream/raftstream/cmd/raftstream").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, b)
-	}
+	bin := testkit.Server(t)
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
 	cfg := Config{Bin: bin, Args: DefaultArgs(3), Nodes: 3, Out: t.TempDir(), Clients: 4, Keys: 2, Seed: seed,
@@ -181,7 +182,7 @@ func TestRaftstreamMembershipChange(t *testing.T) {
 // read the first one's entries as writes nobody made.
 func TestRunningServerTwice(t *testing.T) {
 	cfg := redisConfig(t, true, FaultStall, FaultReset)
-	port := resptest.FreePort(t)
+	port := testkit.FreePort(t)
 	n := &local.Node{Name: "r", Bin: cfg.Bin, Args: cfg.Args, Port: port, Dir: t.TempDir()}
 	if err := n.Start(20 * time.Second); err != nil {
 		t.Fatal(err)

@@ -13,7 +13,7 @@ import (
 	"github.com/raftstream/raftstream/jepsen/history"
 	"github.com/raftstream/raftstream/jepsen/local"
 	"github.com/raftstream/raftstream/jepsen/report"
-	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 )
 
 // TestCrashWithoutPersistenceIsFlagged records a real failure: redis-server
@@ -26,7 +26,7 @@ func TestCrashWithoutPersistenceIsFlagged(t *testing.T) {
 	if err != nil {
 		t.Fatalf("redis-server not found: %v", err)
 	}
-	port := resptest.FreePort(t)
+	port := testkit.FreePort(t)
 	n := &local.Node{Name: "redis", Bin: bin, Port: port, Dir: filepath.Join(t.TempDir(), "redis"),
 		Args: []string{"--port", "{port}", "--bind", "127.0.0.1", "--dir", "{dir}", "--save", "", "--appendonly", "no"}}
 	if err := n.Start(5 * time.Second); err != nil {

@@ -14,7 +14,7 @@ import (
 	"github.com/raftstream/raftstream/jepsen/checker"
 	"github.com/raftstream/raftstream/jepsen/history"
 	"github.com/raftstream/raftstream/jepsen/report"
-	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 )
 
 var updateFixtures = flag.Bool("update-fixtures", false, "rewrite jepsen/testdata fixtures from fresh runs")
@@ -50,7 +50,7 @@ func waitUntil(d time.Duration, cond func() bool) bool {
 // linearizable checkers must say so. With -update-fixtures the history is
 // saved as jepsen/testdata/redis-unsafe-failover.jsonl.
 func TestUnsafeFailoverIsFlagged(t *testing.T) {
-	primary, replica := resptest.StartRedis(t, "--repl-diskless-sync-delay", "0"), resptest.StartRedis(t)
+	primary, replica := testkit.StartRedis(t, "--repl-diskless-sync-delay", "0"), testkit.StartRedis(t)
 	pc, rc := NewClient(primary, 2*time.Second), NewClient(replica, 2*time.Second)
 	defer pc.Close()
 	defer rc.Close()

@@ -9,7 +9,7 @@ import (
 	"github.com/raftstream/raftstream/jepsen/history"
 	"github.com/raftstream/raftstream/jepsen/local"
 	"github.com/raftstream/raftstream/jepsen/report"
-	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 )
 
 // TestFaultyLinkToHealthyRedisPasses runs the workload against one real
@@ -19,7 +19,7 @@ import (
 // nothing, so every checker must still say Ok even though the history is
 // full of unknown outcomes: they may not be guessed in either direction.
 func TestFaultyLinkToHealthyRedisPasses(t *testing.T) {
-	addr := resptest.StartRedis(t)
+	addr := testkit.StartRedis(t)
 	p, err := local.NewProxy("127.0.0.1:0", addr)
 	if err != nil {
 		t.Fatal(err)

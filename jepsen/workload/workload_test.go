@@ -9,7 +9,7 @@ import (
 	"github.com/raftstream/raftstream/jepsen/checker"
 	"github.com/raftstream/raftstream/jepsen/history"
 	"github.com/raftstream/raftstream/jepsen/report"
-	"github.com/raftstream/raftstream/resp/resptest"
+	"github.com/raftstream/raftstream/jepsen/testkit"
 )
 
 // record runs setup, the random phase (with nemesis running beside it), a
@@ -58,7 +58,7 @@ func recordWith(t *testing.T, cfg Config, ops int, target func(int) Conn, nemesi
 // redis-server, which is linearizable and loses nothing: every checker must
 // say Ok, and every operation kind must have succeeded.
 func TestHealthyRedisPasses(t *testing.T) {
-	addr := resptest.StartRedis(t)
+	addr := testkit.StartRedis(t)
 	c := NewClient(addr, 2*time.Second)
 	defer c.Close()
 	seed := time.Now().UnixNano()

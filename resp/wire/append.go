@@ -41,12 +41,3 @@ func AppendInt(b []byte, n int64) []byte {
 	b = strconv.AppendInt(b, n, 10)
 	return append(b, '\r', '\n')
 }
-
-// AppendCommand appends argv as a RESP array of bulk strings (a request).
-func AppendCommand(b []byte, argv [][]byte) []byte {
-	b = AppendLen(b, '*', len(argv))
-	for _, a := range argv {
-		b = AppendBulk(b, a)
-	}
-	return b
-}

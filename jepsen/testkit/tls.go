@@ -1,4 +1,4 @@
-package resptest
+package testkit
 
 import (
 	"crypto/ecdsa"

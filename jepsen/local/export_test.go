@@ -1,0 +1,4 @@
+package local
+
+// Ping is ping, for the external tests.
+var Ping = ping
