@@ -10,8 +10,8 @@ import (
 //
 // Each command is split in two: a syntax phase (xxxSyntax) that checks what
 // Redis checks before it looks at any key, so a leader can reject garbage
-// before proposing it (see groupValidators), and the execution, which
-// repeats the syntax phase and then works on the keyspace.
+// before proposing it (the validators registered below), and the
+// execution, which repeats the syntax phase and then works on the keyspace.
 
 func init() {
 	register("xgroup", cmdXGroup)
@@ -20,33 +20,14 @@ func init() {
 	register("xpending", cmdXPending)
 	register("xclaim", cmdXClaim)
 	register("xautoclaim", cmdXAutoClaim)
-}
-
-// groupValidators are the stateless checks of the consumer-group commands,
-// by lower-case command name. Each returns the error Redis would reply
-// without looking at the keyspace, or nil. now is the proposer's clock (the
-// BLOCK timeout check depends on it).
-var groupValidators = map[string]func(now int64, argv [][]byte) *Error{
-	"xgroup":     func(_ int64, argv [][]byte) *Error { _, err := xgroupSyntax(argv); return err },
-	"xreadgroup": func(now int64, argv [][]byte) *Error { _, err := xreadgroupSyntax(now, argv); return err },
-	"xack":       func(_ int64, argv [][]byte) *Error { return arityMin(argv, 4, "xack") },
-	"xpending":   func(_ int64, argv [][]byte) *Error { _, err := xpendingSyntax(argv); return err },
-	"xclaim":     func(_ int64, argv [][]byte) *Error { return arityMin(argv, 6, "xclaim") },
-	"xautoclaim": func(_ int64, argv [][]byte) *Error { _, err := xautoclaimSyntax(argv); return err },
-	"xinfo":      func(_ int64, argv [][]byte) *Error { return xinfoSyntax(argv) },
-}
-
-// ValidateGroupCommand runs the stateless check of a consumer-group command
-// (nil for other commands or when the arguments pass).
-func ValidateGroupCommand(now int64, argv [][]byte) *Error {
-	if len(argv) == 0 {
-		return nil
-	}
-	var buf [NameBuf]byte
-	if v, ok := groupValidators[string(LowerName(&buf, argv[0]))]; ok {
-		return v(now, argv)
-	}
-	return nil
+	// The stateless checks: the error Redis would reply without looking at
+	// the keyspace.
+	registerValidator("xgroup", func(_ int64, argv [][]byte) *Error { _, err := xgroupSyntax(argv); return err })
+	registerValidator("xreadgroup", func(now int64, argv [][]byte) *Error { _, err := xreadgroupSyntax(now, argv); return err })
+	registerValidator("xack", func(_ int64, argv [][]byte) *Error { return arityMin(argv, 4, "xack") })
+	registerValidator("xpending", func(_ int64, argv [][]byte) *Error { _, err := xpendingSyntax(argv); return err })
+	registerValidator("xclaim", func(_ int64, argv [][]byte) *Error { return arityMin(argv, 6, "xclaim") })
+	registerValidator("xautoclaim", func(_ int64, argv [][]byte) *Error { _, err := xautoclaimSyntax(argv); return err })
 }
 
 func arityMin(argv [][]byte, n int, name string) *Error {

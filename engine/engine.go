@@ -117,15 +117,29 @@ func (e *Engine) TakeSignaled() []string {
 // handler executes one parsed command. argv[0] is the command name.
 type handler func(e *Engine, now int64, argv [][]byte) Reply
 
-// commands maps a lower-case command name to its handler. Family files
-// register into it from init functions via register.
-var commands = map[string]handler{}
+// validator is a command's syntax phase (validate.go): the error Exec would
+// certainly return for argv whatever the keyspace holds, or nil. now is the
+// proposer's clock (BLOCK timeouts are checked against it).
+type validator func(now int64, argv [][]byte) *Error
+
+// spec is one engine command: how it executes, and for a write its syntax
+// check, which the leader runs before proposing (Validate) and Exec repeats
+// as part of the command.
+type spec struct {
+	exec     handler
+	validate validator // nil: nothing to check before the keyspace
+}
+
+// commands is the engine's one registry, by lower-case command name. Family
+// files fill it from init functions (register, registerValidator); Exec and
+// Validate look a command up in it once.
+var commands = map[string]*spec{}
 
 func register(name string, h handler) {
 	if _, dup := commands[name]; dup {
 		panic("engine: duplicate command " + name)
 	}
-	commands[name] = h
+	commands[name] = &spec{exec: h}
 }
 
 // Has reports whether the engine implements the command (case-insensitive).
@@ -152,11 +166,11 @@ func (e *Engine) Exec(now int64, argv [][]byte) Reply {
 		return ErrSyntax
 	}
 	var buf [NameBuf]byte
-	h, ok := commands[string(LowerName(&buf, argv[0]))]
+	c, ok := commands[string(LowerName(&buf, argv[0]))]
 	if !ok {
 		return Errorf("ERR unknown command '%s'", argv[0])
 	}
-	return h(e, now, argv)
+	return c.exec(e, now, argv)
 }
 
 // Keyless answers a command that names no key: the HELP subcommands, and

@@ -285,7 +285,7 @@ func TestValidateGroupCommand(t *testing.T) {
 		for i, x := range f {
 			argv[i] = []byte(x)
 		}
-		if err := ValidateGroupCommand(1, argv); (err != nil) != c.bad {
+		if err := Validate(1, argv); (err != nil) != c.bad {
 			t.Errorf("%s: validator says %v, want bad=%v", c.cmd, err, c.bad)
 		}
 	}

@@ -46,7 +46,7 @@ func init() {
 	register("xcfgset", cmdXCfgSet)
 	// The key is looked up before the options are read (no such key or
 	// WRONGTYPE come first), so only the arity is certain.
-	registerValidator("xcfgset", func(argv [][]byte) *Error {
+	registerValidator("xcfgset", func(_ int64, argv [][]byte) *Error {
 		if len(argv) < 2 {
 			return WrongArity("xcfgset")
 		}

@@ -29,13 +29,13 @@ func init() {
 	register("rename", func(e *Engine, now int64, argv [][]byte) Reply { return cmdRename(e, argv, false) })
 	register("renamenx", func(e *Engine, now int64, argv [][]byte) Reply { return cmdRename(e, argv, true) })
 	register("object", cmdObject)
-	registerValidator("set", func(argv [][]byte) *Error { _, err := setSyntax(argv); return err })
-	registerValidator("flushall", func(argv [][]byte) *Error { return flushSyntax(argv, "flushall") })
-	registerValidator("flushdb", func(argv [][]byte) *Error { return flushSyntax(argv, "flushdb") })
-	registerValidator("del", func(argv [][]byte) *Error { return arityAtLeast(argv, 2, "del") })
-	registerValidator("unlink", func(argv [][]byte) *Error { return arityAtLeast(argv, 2, "unlink") })
-	registerValidator("rename", func(argv [][]byte) *Error { return arityExact(argv, 3, "rename") })
-	registerValidator("renamenx", func(argv [][]byte) *Error { return arityExact(argv, 3, "renamenx") })
+	registerValidator("set", func(_ int64, argv [][]byte) *Error { _, err := setSyntax(argv); return err })
+	registerValidator("flushall", func(_ int64, argv [][]byte) *Error { return flushSyntax(argv, "flushall") })
+	registerValidator("flushdb", func(_ int64, argv [][]byte) *Error { return flushSyntax(argv, "flushdb") })
+	registerValidator("del", func(_ int64, argv [][]byte) *Error { return arityAtLeast(argv, 2, "del") })
+	registerValidator("unlink", func(_ int64, argv [][]byte) *Error { return arityAtLeast(argv, 2, "unlink") })
+	registerValidator("rename", func(_ int64, argv [][]byte) *Error { return arityExact(argv, 3, "rename") })
+	registerValidator("renamenx", func(_ int64, argv [][]byte) *Error { return arityExact(argv, 3, "renamenx") })
 }
 
 var errInvalidCursor = &Error{Msg: "ERR invalid cursor"}

@@ -10,11 +10,11 @@ func init() {
 	register("xdel", cmdXDel)
 	register("xtrim", cmdXTrim)
 	register("xsetid", cmdXSetID)
-	registerValidator("xadd", func(argv [][]byte) *Error {
+	registerValidator("xadd", func(_ int64, argv [][]byte) *Error {
 		var a addArgs
 		return xaddSyntax(&a, argv)
 	})
-	registerValidator("xtrim", func(argv [][]byte) *Error {
+	registerValidator("xtrim", func(_ int64, argv [][]byte) *Error {
 		if len(argv) < 4 {
 			return WrongArity("xtrim")
 		}
@@ -24,8 +24,8 @@ func init() {
 	})
 	// XDEL looks the key up before parsing IDs (a missing key replies 0
 	// whatever the IDs), so only its arity is stateless.
-	registerValidator("xdel", func(argv [][]byte) *Error { return arityAtLeast(argv, 3, "xdel") })
-	registerValidator("xsetid", func(argv [][]byte) *Error { _, err := xsetidSyntax(argv); return err })
+	registerValidator("xdel", func(_ int64, argv [][]byte) *Error { return arityAtLeast(argv, 3, "xdel") })
+	registerValidator("xsetid", func(_ int64, argv [][]byte) *Error { _, err := xsetidSyntax(argv); return err })
 }
 
 var (

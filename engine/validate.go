@@ -6,29 +6,29 @@ package engine
 // same checks (a command that passes may still fail on the keyspace, e.g.
 // WRONGTYPE).
 
-// validators maps a lower-case command name to its syntax check.
-var validators = map[string]func(argv [][]byte) *Error{}
-
-// registerValidator adds the syntax check of a command; family files call it
-// from init functions next to register.
-func registerValidator(name string, v func(argv [][]byte) *Error) {
-	if _, dup := validators[name]; dup {
+// registerValidator adds the syntax check of a registered command; family
+// files call it from init functions right after register.
+func registerValidator(name string, v validator) {
+	c, ok := commands[name]
+	switch {
+	case !ok:
+		panic("engine: validator for unregistered command " + name)
+	case c.validate != nil:
 		panic("engine: duplicate validator " + name)
 	}
-	validators[name] = v
+	c.validate = v
 }
 
 // Validate returns the error Exec would certainly return for argv whatever
-// the keyspace holds, or nil. now is the proposer's clock (BLOCK timeouts
-// are checked against it). Consumer-group commands are checked by
-// ValidateGroupCommand.
+// the keyspace holds, or nil (also for a command with nothing to check
+// before the keyspace). now is the proposer's clock.
 func Validate(now int64, argv [][]byte) *Error {
 	if len(argv) == 0 {
 		return ErrSyntax
 	}
 	var buf [NameBuf]byte
-	if v, ok := validators[string(LowerName(&buf, argv[0]))]; ok {
-		return v(argv)
+	if c, ok := commands[string(LowerName(&buf, argv[0]))]; ok && c.validate != nil {
+		return c.validate(now, argv)
 	}
-	return ValidateGroupCommand(now, argv)
+	return nil
 }

@@ -22,8 +22,8 @@ func init() {
 	register("xdelex", cmdXDelEx)
 	register("xackdel", cmdXAckDel)
 	// WRONGTYPE comes before every other error but arity.
-	registerValidator("xdelex", func(argv [][]byte) *Error { return arityMin(argv, 5, "xdelex") })
-	registerValidator("xackdel", func(argv [][]byte) *Error { return arityMin(argv, 6, "xackdel") })
+	registerValidator("xdelex", func(_ int64, argv [][]byte) *Error { return arityMin(argv, 5, "xdelex") })
+	registerValidator("xackdel", func(_ int64, argv [][]byte) *Error { return arityMin(argv, 6, "xackdel") })
 }
 
 var (

@@ -3,7 +3,10 @@ package engine
 // XINFO STREAM [FULL [COUNT n]] / GROUPS / CONSUMERS / HELP with Redis 7.4's
 // fields (t_stream.c xinfoCommand).
 
-func init() { register("xinfo", cmdXInfo) }
+func init() {
+	register("xinfo", cmdXInfo)
+	registerValidator("xinfo", func(_ int64, argv [][]byte) *Error { return xinfoSyntax(argv) })
+}
 
 var xinfoHelp = []string{
 	"CONSUMERS <key> <groupname>",

@@ -37,7 +37,7 @@ import (
 func init() {
 	register("xnack", cmdXNack)
 	// Every error but arity depends on the key (NOGROUP comes first).
-	registerValidator("xnack", func(argv [][]byte) *Error {
+	registerValidator("xnack", func(_ int64, argv [][]byte) *Error {
 		if len(argv) < 7 {
 			return WrongArity("xnack")
 		}
