@@ -102,7 +102,7 @@ func (s *Server) checkAuth(user, pass []byte) *errReply {
 func cmdAuth(s *Server, c *client, argv [][]byte) reply {
 	switch len(argv) {
 	case 2:
-		if d := s.acl.get("default"); d == nil || d.nopass {
+		if d := s.acl.Get("default"); d == nil || d.NoPass() {
 			return errAuthNoPass
 		}
 		if er := s.aclAuth(c, []byte("default"), argv[1]); er != nil {
@@ -146,7 +146,7 @@ func cmdReset(s *Server, c *client, argv [][]byte) reply {
 	c.readonly = false
 	c.asking = false
 	c.proto = 2
-	c.user = s.acl.defaultAuto()
+	c.user = s.acl.DefaultAuto()
 	c.authed = c.user != nil
 	c.mu.Lock()
 	c.name = ""
