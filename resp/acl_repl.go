@@ -3,12 +3,11 @@ package resp
 import (
 	"bytes"
 	"context"
-
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/raftstream/raftstream/engine"
+	"github.com/raftstream/raftstream/resp/acl"
 )
 
 // ACL replication.
@@ -37,7 +36,7 @@ const ACLStreamKey = "__raftstream:acl:{06S}"
 // ACLSyncInterval is how often a node replays ACL changes made elsewhere.
 const ACLSyncInterval = 200 * time.Millisecond
 
-// aclSync is the replay position of a replicated store.
+// aclSync is the replay position of the replicated users.
 type aclSync struct {
 	mu   sync.Mutex // serialises replays
 	on   bool
@@ -48,10 +47,10 @@ type aclSync struct {
 // and starts replaying that log into this server's users until Shutdown.
 // Call it once, before Serve.
 func (s *Server) ReplicateACL() {
-	s.acl.sync.mu.Lock()
-	s.acl.sync.on = true
-	s.acl.sync.last = "0-0"
-	s.acl.sync.mu.Unlock()
+	s.aclSync.mu.Lock()
+	s.aclSync.on = true
+	s.aclSync.last = "0-0"
+	s.aclSync.mu.Unlock()
 	go func() {
 		t := time.NewTicker(ACLSyncInterval)
 		defer t.Stop()
@@ -67,9 +66,9 @@ func (s *Server) ReplicateACL() {
 }
 
 func (s *Server) aclReplicated() bool {
-	s.acl.sync.mu.Lock()
-	defer s.acl.sync.mu.Unlock()
-	return s.acl.sync.on
+	s.aclSync.mu.Lock()
+	defer s.aclSync.mu.Unlock()
+	return s.aclSync.on
 }
 
 // proposeACL appends one change (op "SETUSER" or "DELUSER" and its
@@ -91,14 +90,14 @@ func (s *Server) proposeACL(op string, args []string) *errReply {
 // syncACL applies the ACL stream's entries after the last applied one.
 // stale reads the local replica (polling); otherwise the leader is asked.
 func (s *Server) syncACL(stale bool) {
-	s.acl.sync.mu.Lock()
-	defer s.acl.sync.mu.Unlock()
+	s.aclSync.mu.Lock()
+	defer s.aclSync.mu.Unlock()
 	key := []byte(ACLStreamKey)
 	shard := s.be.ShardOfSlot(slotOf(key))
 	for range 100 { // bounded: 100 pages of 1000 entries per sync
 		var r reply
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		argv := [][]byte{[]byte("XRANGE"), key, []byte("(" + s.acl.sync.last), []byte("+"), []byte("COUNT"), []byte("1000")}
+		argv := [][]byte{[]byte("XRANGE"), key, []byte("(" + s.aclSync.last), []byte("+"), []byte("COUNT"), []byte("1000")}
 		err := s.be.Read(ctx, shard, stale, func(e *engine.Engine) { r = e.Exec(time.Now().UnixMilli(), argv) })
 		cancel()
 		if err != nil && stale {
@@ -121,7 +120,7 @@ func (s *Server) syncACL(stale bool) {
 				continue
 			}
 			s.applyACL(op, args)
-			s.acl.sync.last = id
+			s.aclSync.last = id
 		}
 	}
 }
@@ -160,51 +159,31 @@ func (s *Server) applyACL(op string, args []string) {
 	switch op {
 	case "SETUSER":
 		if len(args) >= 1 {
-			if er := s.acl.setUser(args[0], args[1:]); er != nil {
+			if er := s.acl.SetUser(args[0], args[1:]); er != nil {
 				s.log.Warn("acl: replicated SETUSER refused", "user", args[0], "err", er.Msg)
 			}
 		}
 	case "DELUSER":
-		_, _ = s.acl.delUsers(args)
+		_, _ = s.acl.DelUsers(args)
 	}
 }
 
-// hashedOps replaces clear-text password modifiers by their hashed forms.
-func hashedOps(ops []string) []string {
-	out := make([]string, len(ops))
-	for i, op := range ops {
-		switch {
-		case strings.HasPrefix(op, ">"):
-			out[i] = "#" + hashPassword([]byte(op[1:]))
-		case strings.HasPrefix(op, "<"):
-			out[i] = "!" + hashPassword([]byte(op[1:]))
-		default:
-			out[i] = op
-		}
-	}
-	return out
-}
-
-// replicatedSetUser validates ops against a copy of the user, then
+// replicatedSetUser validates ops against the user as it is, then
 // proposes them (passwords hashed).
 func (s *Server) replicatedSetUser(name string, ops []string) *errReply {
-	probe := &aclStore{users: map[string]*aclUser{}}
-	if u := s.acl.get(name); u != nil {
-		probe.users[name] = u
-	}
-	if er := probe.setUser(name, ops); er != nil {
+	if er := s.acl.CheckSetUser(name, ops); er != nil {
 		return er
 	}
-	return s.proposeACL("SETUSER", append([]string{name}, hashedOps(ops)...))
+	return s.proposeACL("SETUSER", append([]string{name}, acl.HashedOps(ops)...))
 }
 
 func (s *Server) replicatedDelUsers(names []string) (int, *errReply) {
+	if er := acl.CheckDelUsers(names); er != nil {
+		return 0, er
+	}
 	n := 0
 	for _, name := range names {
-		if name == "default" {
-			return 0, errorf("ERR The 'default' user cannot be removed")
-		}
-		if s.acl.get(name) != nil {
+		if s.acl.Get(name) != nil {
 			n++
 		}
 	}

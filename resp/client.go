@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/raftstream/raftstream/resp/acl"
 )
 
 // client is one connection's state. Fields without a note are owned by the
@@ -17,12 +19,12 @@ type client struct {
 	laddr   string
 	created time.Time
 
-	proto    int      // 2 or 3
-	authed   bool     // requirepass satisfied
-	user     *aclUser // the ACL user authenticated as (acl.go); nil before AUTH
-	readonly bool     // READONLY: reads may be served by a follower (stale)
-	asking   bool     // ASKING: the next command follows an ASK redirect
-	quitting bool     // QUIT: close after writing the reply
+	proto    int       // 2 or 3
+	authed   bool      // requirepass satisfied
+	user     *acl.User // the ACL user authenticated as (acl.go); nil before AUTH
+	readonly bool      // READONLY: reads may be served by a follower (stale)
+	asking   bool      // ASKING: the next command follows an ASK redirect
+	quitting bool      // QUIT: close after writing the reply
 
 	lastCmdName string
 

@@ -192,7 +192,7 @@ func cmdCommandList(s *Server, c *client, argv [][]byte) reply {
 				return false
 			}
 		case "pattern":
-			filter = func(cmd *command.Command) bool { return globMatch(strings.ToLower(v), cmd.Name) }
+			filter = func(cmd *command.Command) bool { return engine.GlobMatch(strings.ToLower(v), cmd.Name, false) }
 		default:
 			return errSyntax
 		}

@@ -102,7 +102,7 @@ func (s *Server) checkAuth(user, pass []byte) *errReply {
 func cmdAuth(s *Server, c *client, argv [][]byte) reply {
 	switch len(argv) {
 	case 2:
-		if d := s.acl.get("default"); d == nil || d.nopass {
+		if d := s.acl.Get("default"); d == nil || d.NoPass() {
 			return errAuthNoPass
 		}
 		if er := s.aclAuth(c, []byte("default"), argv[1]); er != nil {
@@ -146,7 +146,7 @@ func cmdReset(s *Server, c *client, argv [][]byte) reply {
 	c.readonly = false
 	c.asking = false
 	c.proto = 2
-	c.user = s.acl.defaultAuto()
+	c.user = s.acl.DefaultAuto()
 	c.authed = c.user != nil
 	c.mu.Lock()
 	c.name = ""
@@ -544,7 +544,7 @@ func cmdConfigGet(s *Server, c *client, argv [][]byte) reply {
 	for _, pat := range argv[2:] {
 		p := strings.ToLower(string(pat))
 		for _, cp := range configParams {
-			if !seen[cp.name] && globMatch(p, cp.name) {
+			if !seen[cp.name] && engine.GlobMatch(p, cp.name, false) {
 				seen[cp.name] = true
 				names = append(names, cp.name)
 			}
@@ -619,7 +619,3 @@ func cmdConfigResetStat(s *Server, c *client, argv [][]byte) reply {
 	s.buf.outDrops.Store(0)
 	return engine.OK
 }
-
-// globMatch is engine.GlobMatch, case-sensitive (CONFIG GET, COMMAND LIST
-// FILTERBY PATTERN, ACL patterns).
-func globMatch(pattern, s string) bool { return engine.GlobMatch(pattern, s, false) }

@@ -25,7 +25,7 @@ func pipelineClient(s *Server) (*client, *sinkConn) {
 	cn := &conn{nc: sc, addr: "127.0.0.1:1"}
 	c := newClient(1, cn)
 	cn.client = c
-	c.user = s.acl.defaultAuto()
+	c.user = s.acl.DefaultAuto()
 	c.authed = c.user != nil
 	return c, sc
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/raftstream/raftstream/engine"
 	"github.com/raftstream/raftstream/fsm"
+	"github.com/raftstream/raftstream/resp/acl"
 	"github.com/raftstream/raftstream/resp/command"
 	"github.com/raftstream/raftstream/resp/wire"
 )
@@ -83,7 +84,9 @@ type Server struct {
 	clients map[int64]*client
 	conf    map[string]string // local CONFIG SET values
 
-	acl      *aclStore                // users and ACL LOG (acl.go)
+	acl      *acl.Store               // users (acl.go)
+	aclLog   acl.Log                  // ACL LOG
+	aclSync  aclSync                  // replay of replicated ACL changes (acl_repl.go)
 	mem      atomic.Pointer[memWatch] // maxmemory verdict (limits.go); nil = no limit
 	buf      bufLimits                // client query/output buffer limits (limits_buf.go)
 	fwd      *forwarder               // nil unless Config.Forwarding
@@ -124,7 +127,7 @@ func New(be Backend, cfg Config) *Server {
 	}
 	s := &Server{cfg: cfg, be: be, log: log, started: time.Now(), clients: map[int64]*client{},
 		conf: map[string]string{}, waiters: newWaiters(), drained: make(chan struct{})}
-	s.acl = newACLStore(cfg.RequirePass)
+	s.acl = acl.NewStore(cfg.RequirePass)
 	s.buf.init(log.Warn)
 	if cfg.Forwarding {
 		s.fwd = newForwarder(cfg.RequirePass)
@@ -233,7 +236,7 @@ func (s *Server) accept(cn *conn) bool {
 	}
 	c := newClient(s.nextID.Add(1), cn)
 	c.out, _ = cn.nc.(*outConn)
-	c.user = s.acl.defaultAuto()
+	c.user = s.acl.DefaultAuto()
 	c.authed = c.user != nil
 	cn.client = c
 	s.mu.Lock()
