@@ -107,8 +107,12 @@ func FailedFuture(err error) *Future {
 
 // CompletedFuture returns a future already completed with replies (for
 // backends that answer without proposing, and for test backends).
-func CompletedFuture(replies []engine.Reply) *Future {
+func CompletedFuture(replies []engine.Reply) *Future { return AppliedFuture(replies, 0) }
+
+// AppliedFuture returns a future completed with replies by the entry at
+// index (for test backends that stand in for a shard's log).
+func AppliedFuture(replies []engine.Reply, index uint64) *Future {
 	f := newFuture()
-	f.complete(replies, nil)
+	f.completeAt(replies, nil, index)
 	return f
 }
