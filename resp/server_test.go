@@ -8,6 +8,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,6 +38,7 @@ type fakeBackend struct {
 		shard int
 		index uint64
 	}
+	reads atomic.Int64 // Read calls
 }
 
 func newFakeBackend(shards int) *fakeBackend {
@@ -91,6 +93,7 @@ func (b *fakeBackend) Submit(shard int, unit fsm.Unit) *fsm.Future {
 }
 
 func (b *fakeBackend) Read(ctx context.Context, shard int, stale bool, fn func(e *engine.Engine)) error {
+	b.reads.Add(1)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.failWith[shard]; err != nil {
