@@ -63,7 +63,7 @@ func TestLongestStreamsAcrossScanChunks(t *testing.T) {
 		t.Fatalf("longest = %v, want %v", got, want)
 	}
 	out := scrapeText(be, StreamMetrics{TopStreams: 3, MaxGroups: 1000})
-	for _, s := range []string{
+	wantLines(t, out,
 		`raftstream_stream_length{shard="0",stream="s2400"} 7`,
 		`raftstream_stream_group_pending{shard="0",stream="s7",group="g"} 4`,
 		`raftstream_stream_group_lag{shard="0",stream="s7",group="g"} 5`,
@@ -72,11 +72,7 @@ func TestLongestStreamsAcrossScanChunks(t *testing.T) {
 		`raftstream_stream_group_oldest_pending_seconds{shard="0",stream="s2499",group="h"} 0`,
 		`raftstream_metrics_groups 2`,
 		`raftstream_metrics_groups_dropped 0`,
-	} {
-		if !strings.Contains(out, s+"\n") {
-			t.Errorf("missing %q", s)
-		}
-	}
+	)
 	if strings.Contains(out, `stream="s2499"} 1`) {
 		t.Errorf("s2499 got a length series though it is not among the 3 longest")
 	}
@@ -114,17 +110,13 @@ func TestGroupSeriesCap(t *testing.T) {
 	if len(series) != 6 {
 		t.Errorf("%d group series, want 6 (2 groups × 3):\n%s", len(series), strings.Join(series, "\n"))
 	}
-	for _, s := range []string{
+	wantLines(t, out,
 		`raftstream_stream_group_pending{shard="1",stream="jobs",group="g0"} 10`,
 		`raftstream_stream_group_lag{shard="1",stream="jobs",group="g0"} 0`,
 		`raftstream_stream_group_pending{shard="1",stream="jobs",group="g1"} 9`,
 		`raftstream_metrics_groups 5`,
 		`raftstream_metrics_groups_dropped 3`,
-	} {
-		if !strings.Contains(out, s+"\n") {
-			t.Errorf("missing %q\n%s", s, out)
-		}
-	}
+	)
 	if age := seriesValue(t, out, `raftstream_stream_group_oldest_pending_seconds{shard="1",stream="jobs",group="g1"}`); age < 60 || age > 70 {
 		t.Errorf("oldest pending age %v s, want 60 s (delivered 60 s before the scrape)", age)
 	}
@@ -157,6 +149,16 @@ func TestOldestPendingAcrossReads(t *testing.T) {
 	}
 	if age := seriesValue(t, out, `raftstream_stream_group_oldest_pending_seconds{shard="0",stream="big",group="g"}`); age < 30 || age > 40 {
 		t.Errorf("oldest pending age %v s, want 30 s", age)
+	}
+}
+
+// wantLines fails the test for each line missing from a scrape.
+func wantLines(t *testing.T, out string, lines ...string) {
+	t.Helper()
+	for _, l := range lines {
+		if !strings.Contains(out, l+"\n") {
+			t.Errorf("missing %q in\n%s", l, out)
+		}
 	}
 }
 

@@ -29,7 +29,7 @@ func TestWaitAsksAboutTheLastWrite(t *testing.T) {
 	c := dial(t, addr)
 	asked := func(step string, shard int, index uint64) {
 		t.Helper()
-		if r := mustDo(t, c, "WAIT", "0", "0"); r != ":0\r\n" {
+		if r := do(t, c, "WAIT", "0", "0"); r != ":0\r\n" {
 			t.Fatalf("%s: WAIT 0 0 = %q", step, r)
 		}
 		be.mu.Lock()
@@ -41,9 +41,9 @@ func TestWaitAsksAboutTheLastWrite(t *testing.T) {
 	}
 
 	asked("nothing written", 0, 0)
-	mustDo(t, c, "XADD", key1, "*", "f", "v")
+	do(t, c, "XADD", key1, "*", "f", "v")
 	asked("one write", 1, 1)
-	mustDo(t, c, "XADD", key0, "*", "f", "v")
+	do(t, c, "XADD", key0, "*", "f", "v")
 	asked("a write to another shard", 0, 1)
 
 	// A pipeline: the two writes are one unit (index 2 on shard 1).
@@ -59,16 +59,16 @@ func TestWaitAsksAboutTheLastWrite(t *testing.T) {
 
 	// A blocking read served at once is proposed (XREADGROUP changes the
 	// group): index 3.
-	mustDo(t, c, "XREADGROUP", "GROUP", "g", "c", "BLOCK", "100", "STREAMS", key1, ">")
+	do(t, c, "XREADGROUP", "GROUP", "g", "c", "BLOCK", "100", "STREAMS", key1, ">")
 	asked("XREADGROUP BLOCK", 1, 3)
 
 	// Inside the transaction WAIT answers at once about the position
 	// before it, even when it would have to wait; after EXEC, about it.
-	mustDo(t, c, "MULTI")
-	mustDo(t, c, "XADD", key0, "*", "f", "v")
-	mustDo(t, c, "WAIT", "1", "0")
+	do(t, c, "MULTI")
+	do(t, c, "XADD", key0, "*", "f", "v")
+	do(t, c, "WAIT", "1", "0")
 	t0 := time.Now()
-	if r := mustDo(t, c, "EXEC"); len(r) < 4 || r[:4] != "*2\r\n" || r[len(r)-4:] != ":0\r\n" || time.Since(t0) > time.Second {
+	if r := do(t, c, "EXEC"); len(r) < 4 || r[:4] != "*2\r\n" || r[len(r)-4:] != ":0\r\n" || time.Since(t0) > time.Second {
 		t.Fatalf("EXEC with WAIT 1 0 = %q after %v", r, time.Since(t0))
 	}
 	be.mu.Lock()
@@ -80,15 +80,6 @@ func TestWaitAsksAboutTheLastWrite(t *testing.T) {
 	asked("after EXEC", 0, 2)
 
 	// A write refused before proposing moves nothing.
-	mustDo(t, c, "XADD", key1, "0-0", "f", "v")
+	do(t, c, "XADD", key1, "0-0", "f", "v")
 	asked("a refused write", 0, 2)
-}
-
-func mustDo(t *testing.T, c *testkit.Conn, args ...string) string {
-	t.Helper()
-	r, err := c.Do(args...)
-	if err != nil {
-		t.Fatalf("%v: %v", args, err)
-	}
-	return string(r)
 }
