@@ -136,17 +136,18 @@ func (r *replication) count(term uint64, peers []raft.ServerID, index uint64, no
 // (leading false): it then sees no acknowledgements. It waits on the
 // tracker's condition, woken by acknowledgements, never polling.
 func (r *replication) await(ctx context.Context, rf *raft.Raft, self raft.ServerID, index uint64, want int) (n int, leading bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	for {
+		// Read per round, outside the tracker's lock (which the
+		// replication goroutines take): the role, term and configuration
+		// may change while a caller waits (raft reads them lock-free).
 		if rf.State() != raft.Leader {
 			return 0, false
 		}
-		// Read per round: the configuration or the term may change while
-		// a caller waits (both are lock-free reads in raft).
-		term := rf.CurrentTerm()
-		n = r.count(term, otherServers(rf, self), index, time.Now())
-		if n >= want {
+		term, peers := rf.CurrentTerm(), otherServers(rf, self)
+		r.mu.Lock()
+		n = r.count(term, peers, index, time.Now())
+		if n >= want || ctx.Err() != nil {
+			r.mu.Unlock()
 			return n, true
 		}
 		ch := r.changed
@@ -158,12 +159,7 @@ func (r *replication) await(ctx context.Context, rf *raft.Raft, self raft.Server
 		}
 		r.mu.Lock()
 		r.waiters--
-		if ctx.Err() != nil {
-			if rf.State() != raft.Leader {
-				return 0, false
-			}
-			return r.count(rf.CurrentTerm(), otherServers(rf, self), index, time.Now()), true
-		}
+		r.mu.Unlock()
 	}
 }
 
