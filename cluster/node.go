@@ -74,10 +74,12 @@ type state struct {
 	shards []*localShard
 }
 
-// localShard is one hosted shard replica and its transport.
+// localShard is one hosted shard replica, its transport, and what its
+// followers acknowledged while it led (replication.go).
 type localShard struct {
-	s  *fsm.Shard
-	tr *raft.NetworkTransport
+	s    *fsm.Shard
+	tr   *raft.NetworkTransport
+	acks *replication
 }
 
 // Open validates cfg, creates or reopens the data dir (node ID, shard
@@ -344,7 +346,6 @@ func (n *Node) openShard(i int) (*localShard, error) {
 	fc.ShardID = i
 	fc.Dir = filepath.Join(n.dir, "shards", strconv.Itoa(i))
 	fc.LocalID = raft.ServerID(n.id)
-	fc.Transport = announcingTransport{tr}
 	fc.Logger = n.log
 	fc.RaftLogger = raftLog
 	fc.Engine = n.cfg.Engine
@@ -356,6 +357,8 @@ func (n *Node) openShard(i int) (*localShard, error) {
 	fc.LogStore = n.cfg.LogStore
 	fc.LogStoreFaultFile = n.cfg.LogStoreFaultFile
 	n.cfg.raftTimeouts(&fc.HeartbeatTimeout, &fc.ElectionTimeout, &fc.LeaderLeaseTimeout)
+	acks := newReplication(fc.ElectionTimeout)
+	fc.Transport = ackingTransport{announcingTransport{tr}, acks}
 	if err := os.MkdirAll(fc.Dir, 0o755); err != nil {
 		tr.Close()
 		return nil, err
@@ -371,7 +374,7 @@ func (n *Node) openShard(i int) (*localShard, error) {
 		tr.Close()
 		return nil, err
 	}
-	return &localShard{s: s, tr: tr}, nil
+	return &localShard{s: s, tr: tr, acks: acks}, nil
 }
 
 // nodeLog opens the node's shared Raft log on first use.

@@ -348,3 +348,34 @@ func (l *StreamLayer) Addr() net.Addr { return l.mux.advertise }
 func (l *StreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	return l.mux.Dial(string(address), l.group, timeout)
 }
+
+// ackingTransport is a shard group's transport as raft sees it: the
+// announcing transport (membership.go) that also reports every follower's
+// successful AppendEntries and InstallSnapshot response to the shard's
+// replication tracker (replication.go), which WAIT waits on. The hook runs
+// on raft's replication goroutine after the response arrived and before
+// raft reads it, so an entry raft counts as committed has already been
+// recorded for every follower that stored it. It costs one mutex and one
+// map update per response.
+type ackingTransport struct {
+	announcingTransport
+	acks *replication
+}
+
+// AppendEntries implements raft.Transport.
+func (t ackingTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	err := t.announcingTransport.AppendEntries(id, target, args, resp)
+	if err == nil && resp.Success {
+		t.acks.ack(id, args.Term, args.PrevLogEntry+uint64(len(args.Entries)))
+	}
+	return err
+}
+
+// InstallSnapshot implements raft.Transport.
+func (t ackingTransport) InstallSnapshot(id raft.ServerID, target raft.ServerAddress, args *raft.InstallSnapshotRequest, resp *raft.InstallSnapshotResponse, data io.Reader) error {
+	err := t.announcingTransport.InstallSnapshot(id, target, args, resp, data)
+	if err == nil && resp.Success {
+		t.acks.ack(id, args.Term, args.LastLogIndex)
+	}
+	return err
+}

@@ -51,17 +51,36 @@ type Future struct {
 	done    chan struct{}
 	replies []engine.Reply
 	err     error
+	// index is the Raft log index of the entry that applied the unit (0
+	// if none did). Written before done is closed.
+	index uint64
 }
 
 func newFuture() *Future { return &Future{done: make(chan struct{})} }
 
 // complete sets the result. The first call wins; later calls (a timeout
 // racing the apply) are ignored.
-func (f *Future) complete(replies []engine.Reply, err error) {
+func (f *Future) complete(replies []engine.Reply, err error) { f.completeAt(replies, err, 0) }
+
+// completeAt is complete for a unit applied by the entry at index.
+func (f *Future) completeAt(replies []engine.Reply, err error, index uint64) {
 	f.once.Do(func() {
-		f.replies, f.err = replies, err
+		f.replies, f.err, f.index = replies, err, index
 		close(f.done)
 	})
+}
+
+// Index is the Raft log index of the entry that applied the unit, once Done
+// is closed: what WAIT asks the followers to hold. It is 0 when no entry
+// applied it: the unit failed, or nothing in it was proposed (every command
+// failed validation, or the backend answered without proposing).
+func (f *Future) Index() uint64 {
+	select {
+	case <-f.done:
+		return f.index
+	default:
+		return 0
+	}
 }
 
 // Done is closed when the result is available.
@@ -88,8 +107,12 @@ func FailedFuture(err error) *Future {
 
 // CompletedFuture returns a future already completed with replies (for
 // backends that answer without proposing, and for test backends).
-func CompletedFuture(replies []engine.Reply) *Future {
+func CompletedFuture(replies []engine.Reply) *Future { return AppliedFuture(replies, 0) }
+
+// AppliedFuture returns a future completed with replies by the entry at
+// index (for test backends that stand in for a shard's log).
+func AppliedFuture(replies []engine.Reply, index uint64) *Future {
 	f := newFuture()
-	f.complete(replies, nil)
+	f.completeAt(replies, nil, index)
 	return f
 }

@@ -287,7 +287,7 @@ func (s *Shard) propose(batch []*proposal) {
 				p.fut.complete(nil, fmt.Errorf("%w: missing replies", ErrUnknownOutcome))
 				continue
 			}
-			p.fut.complete(p.merge(res[k]), nil)
+			p.fut.completeAt(p.merge(res[k]), nil, af.Index())
 			k++
 		}
 	}()

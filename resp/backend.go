@@ -58,4 +58,11 @@ type Backend interface {
 	// RemoveNode drains the member id (moves its replicas away) and drops
 	// it from the cluster, waiting for it (bounded by ctx).
 	RemoveNode(ctx context.Context, id string) error
+	// WaitReplicas reports how many other replicas of shard have stored
+	// (appended and fsynced) the log up to index, waiting, bounded by ctx,
+	// until at least want have; at once when they already have. Index 0
+	// counts the connected replicas. leading is false, and n 0, when no
+	// local replica leads the shard: only its leader sees the followers'
+	// acknowledgements (WAIT, wait.go).
+	WaitReplicas(ctx context.Context, shard int, index uint64, want int) (n int, leading bool)
 }

@@ -334,7 +334,7 @@ func (s *Server) setBlocked(c *client, on bool) {
 // attempt runs one non-blocking try of a blocked read.
 func (s *Server) attempt(c *client, cmd *command.Command, shard, slot int, argv [][]byte) reply {
 	if cmd.Kind == command.KindWrite {
-		return s.waitOne(s.be.Submit(shard, [][][]byte{argv}), slot)
+		return s.writeOne(c, shard, slot, argv)
 	}
 	return s.read(c, shard, slot, argv)
 }

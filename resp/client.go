@@ -35,6 +35,7 @@ type client struct {
 
 	multi    *multiState // non-nil between MULTI and EXEC/DISCARD
 	lastExec [][][]byte  // the commands of the last EXEC (for forwarding)
+	wait     waitState   // the last write's log position (wait.go)
 
 	mu      sync.Mutex // guards name, libName, libVer and pub
 	name    string

@@ -121,7 +121,7 @@ func (s *Server) exec(c *client, r *request) reply {
 	case cmd.Kind == command.KindWrite:
 		// The shard validates the command before proposing it (fsm.Submit),
 		// so garbage never enters the log.
-		return s.waitOne(s.be.Submit(r.shard, [][][]byte{argv}), r.slot)
+		return s.writeOne(c, r.shard, r.slot, argv)
 	default:
 		return s.read(c, r.shard, r.slot, argv)
 	}
@@ -147,6 +147,9 @@ func (s *Server) runOne(c *client, r *request, start time.Time) {
 		return
 	}
 	if raw, ok := s.maybeForward(c, rep, s.forwardUnit(c, r.argv), r.block); ok {
+		if r.cmd != nil && r.cmd.Kind != command.KindRead {
+			c.noteForwarded() // a write, or EXEC
+		}
 		c.writeRaw(raw)
 	} else {
 		c.write(rep, c.proto)

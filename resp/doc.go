@@ -57,6 +57,14 @@
 // ID when the client blocks. Timeouts reply a null array; a disconnected
 // client is noticed by peeking at its socket.
 //
+// # WAIT
+//
+// A connection remembers the shard and log index of its last acknowledged
+// write (fsm.Future.Index). WAIT and WAITAOF ask the backend how many other
+// replicas of that shard have stored the index (cluster tracks what each
+// follower acknowledged), waiting until enough have or the timeout passes
+// (wait.go has the decisions where Redis has no equivalent).
+//
 // # Errors
 //
 // Redis wording is produced in errors.go; backend errors are mapped in one

@@ -36,7 +36,7 @@ func localHandlers() map[string]localFunc {
 		// transactions (multi.go)
 		"multi": cmdMulti, "exec": cmdExec, "discard": cmdDiscard, "unwatch": cmdUnwatch,
 		// server
-		"time": cmdTime, "wait": cmdWait, "info": cmdInfo, "debug": cmdDebug,
+		"time": cmdTime, "wait": cmdWait, "waitaof": cmdWaitAOF, "info": cmdInfo, "debug": cmdDebug,
 		"config|get": cmdConfigGet, "config|set": cmdConfigSet, "config|resetstat": cmdConfigResetStat,
 		"function|flush": cmdFunctionFlush, "function|list": cmdFunctionList,
 		// keyspace fan-out (keyspace.go)

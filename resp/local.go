@@ -186,31 +186,6 @@ func cmdTime(s *Server, c *client, argv [][]byte) reply {
 	}
 }
 
-// cmdWait answers WAIT numreplicas timeout. Every acknowledged write is
-// already on a majority of its shard's replicas, so the answer is the
-// number of other replicas in a majority (0 for a single node) without
-// waiting.
-func cmdWait(s *Server, c *client, argv [][]byte) reply {
-	if _, ok := engine.ParseInt(argv[1]); !ok {
-		return errNotInteger
-	}
-	t, ok := engine.ParseInt(argv[2])
-	if !ok {
-		return errorf("ERR timeout is not an integer or out of range")
-	}
-	if t < 0 {
-		return errorf("ERR timeout is negative")
-	}
-	top := s.be.Topology()
-	n := 0
-	for _, sh := range top.Shards {
-		if m := len(sh.Replicas) / 2; n == 0 || m < n {
-			n = m
-		}
-	}
-	return engine.Integer(n)
-}
-
 // cmdDebug implements DEBUG RELOAD (proposed to every shard: each replica
 // round-trips its engine through the snapshot encoding) and DEBUG SLEEP.
 func cmdDebug(s *Server, c *client, argv [][]byte) reply {

@@ -18,7 +18,7 @@ func (s *Server) CollectMetrics(w MetricWriter) {
 	nc := len(s.clients)
 	s.mu.Unlock()
 	w.Gauge("raftstream_clients_connected", "Client connections open.", float64(nc))
-	w.Gauge("raftstream_clients_blocked", "Clients waiting in a blocking read (XREAD/XREADGROUP BLOCK).", float64(s.nBlocked.Load()))
+	w.Gauge("raftstream_clients_blocked", "Clients waiting in a blocking command (XREAD/XREADGROUP BLOCK, WAIT, WAITAOF).", float64(s.nBlocked.Load()))
 	w.Counter("raftstream_connections_total", "Client connections accepted.", float64(s.stats.connections.Load()))
 	const bufHelp = "Client connections closed for passing a buffer limit (client-query-buffer-limit, client-output-buffer-limit)."
 	w.Counter("raftstream_client_buffer_limit_disconnections_total", bufHelp, float64(s.buf.queryDrops.Load()), "buffer", "query")

@@ -96,13 +96,15 @@ func cmdExec(s *Server, c *client, _ [][]byte) reply {
 		}
 	}
 	var engineReplies []reply
+	var wrote futureLike // the unit, once applied, when it writes
 	if len(unit) > 0 {
 		if writes {
-			rs, err := s.waitUnit(s.be.Submit(shard, unit))
+			f := s.be.Submit(shard, unit)
+			rs, err := s.waitUnit(f)
 			if err != nil {
 				return s.mapError(err, m.slot)
 			}
-			engineReplies = rs
+			engineReplies, wrote = rs, f
 		} else {
 			rs, er := s.readUnit(c, shard, m.slot, unit)
 			if er != nil {
@@ -116,6 +118,15 @@ func cmdExec(s *Server, c *client, _ [][]byte) reply {
 	}
 	out := make(engine.Array, 0, len(m.queue))
 	k := 0
+	// WAIT inside the transaction answers at once, about the position
+	// before it (wait.go).
+	c.wait.noBlock = true
+	defer func() {
+		c.wait.noBlock = false
+		if wrote != nil {
+			c.noteWrite(shard, wrote)
+		}
+	}()
 	for i, cmd := range m.cmds {
 		if cmd.Kind == command.KindWrite || cmd.Kind == command.KindRead {
 			out = append(out, engineReplies[k])

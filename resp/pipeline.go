@@ -41,6 +41,7 @@ type pending struct {
 	fut   futureLike
 	idx   int // this command's place in the unit fut answers
 	n     int // the unit's length
+	shard int
 	slot  int
 	proto int
 	argv  [][]byte
@@ -150,7 +151,7 @@ func (p *pipeline) addWrite(r *request, start time.Time) {
 		p.submitRun()
 	}
 	p.runShard, p.runBytes = r.shard, p.runBytes+size
-	p.run = append(p.run, pending{slot: r.slot, proto: p.c.proto, argv: r.argv, name: r.cmd.Name, start: start})
+	p.run = append(p.run, pending{shard: r.shard, slot: r.slot, proto: p.c.proto, argv: r.argv, name: r.cmd.Name, start: start})
 }
 
 // submitRun proposes the run as one unit.
@@ -218,6 +219,9 @@ func (p *pipeline) answerWrites() {
 			observe()
 			rs, rerr = s.waitFutureTimer(c, w.fut)
 			lastFut, end = w.fut, time.Now()
+			if rerr == nil {
+				c.noteWrite(w.shard, w.fut)
+			}
 		}
 		r := s.unitReply(rs, rerr, w.slot, w.idx, w.n)
 		if obsN > 0 && (w.name != obs.name || !w.start.Equal(obs.start)) {
@@ -229,6 +233,7 @@ func (p *pipeline) answerWrites() {
 			<-w.sem
 		}
 		if raw, ok := s.maybeForward(c, r, [][][]byte{w.argv}, false); ok {
+			c.noteForwarded()
 			c.writeRaw(raw)
 			continue
 		}

@@ -303,6 +303,7 @@ func (s *Server) read(c *client, shard, slot int, argv [][]byte) reply {
 type futureLike interface {
 	Done() <-chan struct{}
 	Wait(ctx context.Context) ([]engine.Reply, error)
+	Index() uint64 // the applying entry's log index, for WAIT
 }
 
 // argvSize is the bytes of argv's arguments.

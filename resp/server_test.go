@@ -8,6 +8,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,6 +31,14 @@ type fakeBackend struct {
 	notify   func(int, []string)
 	failWith map[int]error
 	top      cluster.Topology
+	// applied counts each shard's applied units: the log index the fake
+	// reports for a unit. waited is the last WaitReplicas question.
+	applied []uint64
+	waited  struct {
+		shard int
+		index uint64
+	}
+	reads atomic.Int64 // Read calls
 }
 
 func newFakeBackend(shards int) *fakeBackend {
@@ -41,6 +50,7 @@ func newFakeBackend(shards int) *fakeBackend {
 	}
 	for i := 0; i < shards; i++ {
 		b.engines = append(b.engines, engine.New(engine.DefaultConfig()))
+		b.applied = append(b.applied, 0)
 		r := b.slotMap.Range(i)
 		b.top.Shards = append(b.top.Shards, cluster.ShardInfo{FirstSlot: r.First, LastSlot: r.Last,
 			Leader: b.top.MyID, Replicas: []string{b.top.MyID}})
@@ -59,23 +69,31 @@ func (b *fakeBackend) Submit(shard int, unit fsm.Unit) *fsm.Future {
 	}
 	now := time.Now().UnixMilli()
 	var out []engine.Reply
+	proposed := false
 	for _, argv := range unit {
 		if e := engine.Validate(now, argv); e != nil {
 			out = append(out, e)
 			continue
 		}
+		proposed = true
 		out = append(out, b.engines[shard].Exec(now, argv))
 	}
 	keys := b.engines[shard].TakeSignaled()
 	notify := b.notify
+	var index uint64 // 0, as fsm reports, when nothing was proposed
+	if proposed {
+		b.applied[shard]++
+		index = b.applied[shard]
+	}
 	b.mu.Unlock()
 	if notify != nil && len(keys) > 0 {
 		notify(shard, keys)
 	}
-	return fsm.CompletedFuture(out)
+	return fsm.AppliedFuture(out, index)
 }
 
 func (b *fakeBackend) Read(ctx context.Context, shard int, stale bool, fn func(e *engine.Engine)) error {
+	b.reads.Add(1)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.failWith[shard]; err != nil {
@@ -105,6 +123,22 @@ var errFakeNoRaft = errors.New("the test backend has no Raft")
 func (b *fakeBackend) TransferLeader(context.Context, int, string) error { return errFakeNoRaft }
 func (b *fakeBackend) SnapshotShard(int) error                           { return errFakeNoRaft }
 func (b *fakeBackend) RemoveNode(context.Context, string) error          { return errFakeNoRaft }
+
+// WaitReplicas: the fake's shards have no other replicas, so none ever
+// acknowledges; a caller wanting some waits out ctx, as a standalone
+// Redis makes WAIT wait out its timeout.
+func (b *fakeBackend) WaitReplicas(ctx context.Context, shard int, index uint64, want int) (int, bool) {
+	if shard >= len(b.engines) {
+		return 0, false
+	}
+	b.mu.Lock()
+	b.waited.shard, b.waited.index = shard, index
+	b.mu.Unlock()
+	if want > 0 {
+		<-ctx.Done()
+	}
+	return 0, true
+}
 
 func (b *fakeBackend) fail(shard int, err error) {
 	b.mu.Lock()

@@ -48,16 +48,17 @@ var (
 
 // adminOptions are the server's admin HTTP flags.
 type adminOptions struct {
-	addr           string
-	pprof          bool
-	metricsStreams int
-	readyMaxLag    uint64
+	addr        string
+	pprof       bool
+	streams     resp.StreamMetrics
+	readyMaxLag uint64
 }
 
 func registerAdminFlags(fs *flag.FlagSet, o *adminOptions) {
 	fs.StringVar(&o.addr, "admin-addr", "", "admin HTTP listen address for /metrics, /healthz, /readyz (e.g. 127.0.0.1:9121); empty = off")
 	fs.BoolVar(&o.pprof, "pprof", false, "serve net/http/pprof under /debug/pprof/ on --admin-addr")
-	fs.IntVar(&o.metricsStreams, "metrics-streams", 0, "export length, group lag and PEL size of the N longest streams per local shard (0 = off)")
+	fs.IntVar(&o.streams.TopStreams, "metrics-streams", 0, "export the length of the N longest streams per local shard replica (0 = off)")
+	fs.IntVar(&o.streams.MaxGroups, "metrics-max-groups", 5000, "export lag, pending count and oldest-pending age of at most N consumer groups of the local shard replicas, the largest backlogs first (0 = none)")
 	fs.Uint64Var(&o.readyMaxLag, "ready-max-lag", 1000, "committed-but-unapplied entries a replica may have and still be ready (/readyz)")
 }
 
@@ -78,7 +79,7 @@ func startAdmin(ctx context.Context, o adminOptions, node *cluster.Node, srv *at
 					s.CollectMetrics(sc)
 				}
 			},
-			func(sc *admin.Scrape) { resp.CollectStreams(node, o.metricsStreams, sc) },
+			func(sc *admin.Scrape) { resp.CollectStreams(node, o.streams, sc) },
 		},
 	}
 	addr, err := admin.New(admin.Config{Pprof: o.pprof}, src).ListenAndServe(ctx, o.addr)
