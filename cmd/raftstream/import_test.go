@@ -25,11 +25,13 @@ import (
 
 // importFixture is the source data of an import test.
 type importFixture struct {
-	streams   int  // streams holding entries
-	entries   int  // entries over all of them
-	valueSize int  // bytes of each entry's payload field
-	groups    bool // two consumer groups per stream, with PELs
-	seed      uint64
+	streams   int // streams holding entries
+	entries   int // entries over all of them
+	valueSize int // bytes of each entry's payload field
+	// history adds two consumer groups per stream with PELs, deleted and
+	// trimmed entries, and two streams with no entries (seedStreams).
+	history bool
+	seed    uint64
 }
 
 // fixtureKey names the fixture's i-th stream.
@@ -37,7 +39,7 @@ func fixtureKey(i int) string { return fmt.Sprintf("imp:%02d", i) }
 
 // seedStreams writes f into c and returns every key written, sorted. Each
 // stream has entries with IDs of several sequence numbers per millisecond
-// and a few with another field set; with f.groups, group g1 has read it
+// and a few with another field set. With f.history, group g1 has read it
 // all with four consumers and acknowledged about 90%, some pending entries
 // claimed by another consumer and some delivered several times, and g2
 // has read 40% with two consumers, acknowledged half, and has a consumer
@@ -48,7 +50,7 @@ func fixtureKey(i int) string { return fmt.Sprintf("imp:%02d", i) }
 func seedStreams(t testing.TB, ctx context.Context, c redis.UniversalClient, f importFixture) []string {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(f.seed, 7))
-	t.Logf("import fixture: %d streams, %d entries of %d bytes, groups %v, seed %d", f.streams, f.entries, f.valueSize, f.groups, f.seed)
+	t.Logf("import fixture: %d streams, %d entries of %d bytes, history %v, seed %d", f.streams, f.entries, f.valueSize, f.history, f.seed)
 	must := func(err error) {
 		t.Helper()
 		if err != nil && !errors.Is(err, redis.Nil) {
@@ -82,7 +84,10 @@ func seedStreams(t testing.TB, ctx context.Context, c redis.UniversalClient, f i
 			_, err := p.Exec(ctx)
 			must(err)
 		}
-		if f.groups && i%8 != 1 {
+		if !f.history {
+			continue
+		}
+		if i%8 != 1 {
 			seedGroups(t, ctx, c, key, per, rng)
 		}
 		p := c.Pipeline()
@@ -95,7 +100,7 @@ func seedStreams(t testing.TB, ctx context.Context, c redis.UniversalClient, f i
 			must(c.XTrimMaxLen(ctx, key, int64(per*3/4)).Err())
 		}
 	}
-	if f.groups {
+	if f.history {
 		must(c.XGroupCreateMkStream(ctx, "imp:empty", "g", "$").Err())
 		for k := range 3 {
 			must(c.XAdd(ctx, &redis.XAddArgs{Stream: "imp:gone", ID: fmt.Sprintf("5-%d", k), Values: []string{"k", "v"}}).Err())
@@ -313,7 +318,7 @@ func TestImportFromRedis(t *testing.T) {
 	defer cancel()
 	srcAddr := testkit.StartRedis(t)
 	src := plainClient(t, srcAddr)
-	keys := seedStreams(t, ctx, src, importFixture{streams: 16, entries: 100_000, valueSize: 40, groups: true, seed: 1})
+	keys := seedStreams(t, ctx, src, importFixture{streams: 16, entries: 100_000, valueSize: 40, history: true, seed: 1})
 	total := totalLen(t, ctx, src, keys)
 	sum := entriesChecksum(t, ctx, src, keys)
 
@@ -335,7 +340,7 @@ func TestImportFromRedis(t *testing.T) {
 		before[k] = streamFull(t, ctx, dst, k, nil)
 	}
 	out = mustImport(t, "--from", srcAddr, "--to", node.Addr)
-	if want := fmt.Sprintf("imported 0 streams (%d already complete, 0 failed", len(keys)); !strings.Contains(out, want) {
+	if want := fmt.Sprintf("streams: 0 imported, %d already complete, 0 failed,", len(keys)); !strings.Contains(out, want) {
 		t.Errorf("second import: want %q in\n%s", want, out)
 	}
 	for _, k := range keys {
@@ -443,7 +448,7 @@ func TestImportFromRedisCluster(t *testing.T) {
 	defer cancel()
 	srcAddrs := startRedisCluster(t, 3)
 	src := clusterClient(t, srcAddrs...)
-	keys := seedStreams(t, ctx, src, importFixture{streams: 12, entries: 12_000, valueSize: 40, groups: true, seed: 2})
+	keys := seedStreams(t, ctx, src, importFixture{streams: 12, entries: 12_000, valueSize: 40, history: true, seed: 2})
 	masters := map[string]bool{}
 	for _, k := range keys {
 		slot, err := src.ClusterKeySlot(ctx, k).Result()
@@ -460,7 +465,7 @@ func TestImportFromRedisCluster(t *testing.T) {
 	dst := clusterClient(t, addrsOf(nodes)...)
 	out := mustImport(t, "--from", srcAddrs[1], "--cluster", "--to", nodes[0].Addr, "--verify")
 	t.Logf("import:\n%s", out)
-	if want := fmt.Sprintf("imported %d streams (0 already complete, 0 failed", len(keys)); !strings.Contains(out, want) {
+	if want := fmt.Sprintf("streams: %d imported, 0 already complete, 0 failed,", len(keys)); !strings.Contains(out, want) {
 		t.Errorf("want %q in\n%s", want, out)
 	}
 	compareFull(t, ctx, src, dst, keys)

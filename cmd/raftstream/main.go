@@ -160,7 +160,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.debugDialMap, "debug-dial-map", "", "TEST ONLY (fault-injection harness): comma-separated from=to bus address rewrites applied when this node dials a peer")
 	fs.Usage = func() {
 		out := fs.Output()
-		fmt.Fprintf(out, "Usage: raftstream [flags]\n       raftstream health --addr host:port\n\n")
+		fmt.Fprintf(out, "Usage: raftstream [flags]\n       raftstream health --addr host:port\n       raftstream import --from host:port [--to host:port] ... (raftstream import -h)\n\n")
 		fmt.Fprintf(out, "Every flag may also be set as an environment variable RAFTSTREAM_<FLAG> (e.g. RAFTSTREAM_PORT=7000).\n\nFlags:\n")
 		fs.PrintDefaults()
 	}

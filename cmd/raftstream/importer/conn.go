@@ -90,19 +90,23 @@ func (e *endpoint) scanStreams(ctx context.Context, match string) ([]string, err
 	return slices.Compact(keys), nil
 }
 
-// lengths is XLEN of every key, pipelined.
-func (e *endpoint) lengths(ctx context.Context, keys []string) ([]int64, error) {
-	p := e.c.Pipeline()
-	cmds := make([]*redis.IntCmd, len(keys))
-	for i, k := range keys {
-		cmds[i] = p.XLen(ctx, k)
-	}
-	if _, err := p.Exec(ctx); err != nil {
-		return nil, fmt.Errorf("%s: XLEN: %w", e.name, err)
-	}
-	n := make([]int64, len(keys))
-	for i, c := range cmds {
-		n[i] = c.Val()
+// lengths is XLEN of every key, pipelined in batches of chunk.
+func (e *endpoint) lengths(ctx context.Context, keys []string, chunk int) ([]int64, error) {
+	n := make([]int64, 0, len(keys))
+	for len(keys) > 0 {
+		b := min(len(keys), chunk)
+		p := e.c.Pipeline()
+		cmds := make([]*redis.IntCmd, b)
+		for i, k := range keys[:b] {
+			cmds[i] = p.XLen(ctx, k)
+		}
+		if _, err := p.Exec(ctx); err != nil {
+			return nil, fmt.Errorf("%s: XLEN: %w", e.name, err)
+		}
+		for _, c := range cmds {
+			n = append(n, c.Val())
+		}
+		keys = keys[b:]
 	}
 	return n, nil
 }

@@ -70,7 +70,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	lens, err := src.lengths(ctx, keys)
+	lens, err := src.lengths(ctx, keys, cfg.Chunk)
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +126,7 @@ feed:
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}
-	fmt.Fprintf(cfg.Out, "imported %d streams (%d already complete, %d failed, %d gone from the source), %d entries in %.1fs: %.0f entries/s\n",
+	fmt.Fprintf(cfg.Out, "streams: %d imported, %d already complete, %d failed, %d gone from the source; %d entries copied in %.1fs (%.0f entries/s)\n",
 		res.Imported, res.Skipped, len(res.Failed), res.Vanished, res.Entries, res.Elapsed.Seconds(), res.EntriesPerSecond())
 	for _, k := range keys {
 		if err := res.Failed[k]; err != nil {

@@ -236,6 +236,12 @@ func isNoSuchKey(err error) bool {
 	return errors.As(err, &re) && strings.HasPrefix(re.Error(), "ERR no such key")
 }
 
+// isWrongType says err is a WRONGTYPE reply: the key holds another type.
+func isWrongType(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && strings.HasPrefix(re.Error(), "WRONGTYPE")
+}
+
 // fetchInfo reads key's state from c: XINFO GROUPS for the size of the
 // largest PEL, then XINFO STREAM FULL with a COUNT that covers it (again,
 // larger, if the PEL grew in between). A missing key is a streamInfo with
@@ -245,6 +251,9 @@ func fetchInfo(ctx context.Context, c redis.UniversalClient, key string, minCoun
 	gs, err := c.Do(ctx, "XINFO", "GROUPS", key).Slice()
 	if isNoSuchKey(err) {
 		return streamInfo{}, nil
+	}
+	if isWrongType(err) {
+		return streamInfo{}, permanent(fmt.Errorf("%s holds a key of another type", key))
 	}
 	if err != nil {
 		return streamInfo{}, err
