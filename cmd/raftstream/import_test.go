@@ -274,7 +274,8 @@ func clusterClient(t testing.TB, addrs ...string) *redis.ClusterClient {
 }
 
 // runImport runs `raftstream import args...` and returns its stdout,
-// stderr and exit status.
+// stderr and exit status; a data race it reports (a binary built with
+// -race) fails the test.
 func runImport(t testing.TB, args ...string) (string, string, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -288,6 +289,9 @@ func runImport(t testing.TB, args ...string) (string, string, int) {
 		code = ee.ExitCode()
 	} else if err != nil {
 		t.Fatalf("raftstream import: %v", err)
+	}
+	if i := strings.Index(errb.String(), "WARNING: DATA RACE"); i >= 0 {
+		t.Errorf("data race in raftstream import:\n%s", errb.String()[i:])
 	}
 	return out.String(), errb.String(), code
 }
@@ -321,6 +325,7 @@ func TestImportFromRedis(t *testing.T) {
 	keys := seedStreams(t, ctx, src, importFixture{streams: 16, entries: 100_000, valueSize: 40, history: true, seed: 1})
 	total := totalLen(t, ctx, src, keys)
 	sum := entriesChecksum(t, ctx, src, keys)
+	checkFixture(t, ctx, src)
 
 	node := startNode(t, "")
 	dst := plainClient(t, node.Addr)
@@ -368,9 +373,28 @@ func TestImportFromRedis(t *testing.T) {
 	if err := dst.XGroupCreate(ctx, fixtureKey(3), "extra", "0").Err(); err != nil {
 		t.Fatal(err)
 	}
-	out, _, code := runImport(t, "--from", srcAddr, "--to", node.Addr, "--verify", "--match", fixtureKey(3))
+	out, errs, code := runImport(t, "--from", srcAddr, "--to", node.Addr, "--verify", "--match", fixtureKey(3))
 	if code != 1 || !strings.Contains(out, "DIFF imp:03 groups[extra]: source missing, target present") {
 		t.Errorf("--verify with an extra group on the target: exit %d, want 1 and the difference in\n%s", code, out)
+	}
+
+	// An entry missing on the target below its last one (a gap, as a failed
+	// pipeline could leave) makes the import copy that stream anew.
+	gapKey := fixtureKey(4)
+	mid, err := dst.XRangeN(ctx, gapKey, "-", "+", 100).Result()
+	if err != nil || len(mid) < 100 {
+		t.Fatalf("XRANGE %s: %d entries, %v", gapKey, len(mid), err)
+	}
+	if err := dst.XDel(ctx, gapKey, mid[99].ID).Err(); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code = runImport(t, "--from", srcAddr, "--to", node.Addr, "--match", gapKey)
+	if code != 0 || !strings.Contains(errs, "a gap in the target stream") {
+		t.Errorf("import over a gap: exit %d, want 0 and the repair logged\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	compareFull(t, ctx, src, dst, []string{gapKey})
+	if got, want := entriesChecksum(t, ctx, dst, []string{gapKey}), entriesChecksum(t, ctx, src, []string{gapKey}); got != want {
+		t.Errorf("%s after the gap was repaired: checksum %s, want %s", gapKey, got, want)
 	}
 
 	// Killed after a while, then run again: the same result.
@@ -407,6 +431,44 @@ func TestImportFromRedis(t *testing.T) {
 	compareFull(t, ctx, src, dst2, keys)
 	if got := entriesChecksum(t, ctx, dst2, keys); got != sum {
 		t.Errorf("entries checksum after the resumed import: %s, want %s", got, sum)
+	}
+}
+
+// checkFixture fails the test when the source lacks what the import must
+// reproduce: entries delivered several times, claimed by another
+// consumer, and pending entries whose stream entry is gone (trimmed from
+// imp:00, deleted from imp:gone).
+func checkFixture(t *testing.T, ctx context.Context, src redis.UniversalClient) {
+	t.Helper()
+	pend, err := src.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: fixtureKey(2), Group: "g1", Start: "-", End: "+", Count: 100_000}).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	redelivered, claimed := 0, 0
+	for _, p := range pend {
+		if p.RetryCount > 1 {
+			redelivered++
+		}
+		if p.Consumer == "rescuer" {
+			claimed++
+		}
+	}
+	first, err := src.XRangeN(ctx, fixtureKey(0), "-", "+", 1).Result()
+	if err != nil || len(first) == 0 {
+		t.Fatalf("XRANGE %s: %v %v", fixtureKey(0), first, err)
+	}
+	trimmed, err := src.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: fixtureKey(0), Group: "g1", Start: "-", End: "(" + first[0].ID, Count: 100_000}).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone, err := src.XPending(ctx, "imp:gone", "g").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s g1: %d pending, %d delivered more than once, %d claimed; %s: %d pending entries trimmed; imp:gone: %d pending",
+		fixtureKey(2), len(pend), redelivered, claimed, fixtureKey(0), len(trimmed), gone.Count)
+	if len(pend) < 100 || redelivered == 0 || claimed == 0 || len(trimmed) == 0 || gone.Count != 3 {
+		t.Fatal("the fixture lacks pending entries of some kind")
 	}
 }
 
