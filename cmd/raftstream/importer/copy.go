@@ -170,6 +170,7 @@ func (j *streamJob) xadd(ctx context.Context, batch []xaddCmd) (int64, error) {
 			added++
 		}
 	}
+	j.copied += added
 	j.im.progress.entries.Add(added)
 	return added, first
 }

@@ -87,13 +87,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	stopProgress := im.progress.start()
 	start := time.Now()
 	var mu sync.Mutex
-	work := make(chan string)
+	work := make(chan int)
 	var wg sync.WaitGroup
 	for range cfg.Parallel {
 		wg.Go(func() {
-			for key := range work {
-				out, err := im.importStream(ctx, key)
-				im.progress.streams.Add(1)
+			for i := range work {
+				key := keys[i]
+				out, copied, err := im.importStream(ctx, key)
+				im.progress.finished(lens[i], copied)
 				mu.Lock()
 				switch {
 				case err != nil:
@@ -111,9 +112,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		})
 	}
 feed:
-	for _, k := range keys {
+	for i := range keys {
 		select {
-		case work <- k:
+		case work <- i:
 		case <-ctx.Done():
 			break feed
 		}

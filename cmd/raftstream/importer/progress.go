@@ -18,15 +18,24 @@ type progress struct {
 	every    time.Duration
 	streamsN int
 	entriesN int64
-	// streams (finished, whatever the outcome) and entries (copied) are
-	// counted by the workers.
+	// streams (finished, whatever the outcome), entries (copied) and
+	// present (entries of finished streams that were on the target
+	// already) are counted by the workers.
 	streams atomic.Int64
 	entries atomic.Int64
+	present atomic.Int64
 	begin   time.Time
 }
 
 func newProgress(w io.Writer, tty bool, every time.Duration, streams int, entries int64) *progress {
 	return &progress{w: w, tty: tty, every: every, streamsN: streams, entriesN: entries}
+}
+
+// finished counts a stream done: n entries on the source (when the import
+// began), copied of them by this run.
+func (p *progress) finished(n, copied int64) {
+	p.streams.Add(1)
+	p.present.Add(max(0, n-copied))
 }
 
 // start shows progress until the returned function is called; that
@@ -58,14 +67,17 @@ func (p *progress) start() (stop func()) {
 
 // show writes the current state (last: the final line).
 func (p *progress) show(last bool) {
-	streams, entries := p.streams.Load(), p.entries.Load()
+	streams, entries, present := p.streams.Load(), p.entries.Load(), p.present.Load()
 	el := time.Since(p.begin)
 	rate := 0.0
 	if el > 0 {
 		rate = float64(entries) / el.Seconds()
 	}
-	counts := fmt.Sprintf("%d/%d streams  %d/%d entries  %.0f entries/s  %s",
-		streams, p.streamsN, entries, p.entriesN, rate, el.Round(time.Second))
+	counts := fmt.Sprintf("%d/%d streams  %d/%d entries", streams, p.streamsN, entries+present, p.entriesN)
+	if present > 0 {
+		counts += fmt.Sprintf(" (%d were there)", present)
+	}
+	counts += fmt.Sprintf("  %.0f entries/s  %s", rate, el.Round(time.Second))
 	if !p.tty {
 		fmt.Fprintf(p.w, "import: %s\n", counts)
 		return
@@ -73,7 +85,7 @@ func (p *progress) show(last bool) {
 	const width = 30
 	frac := 1.0
 	if p.entriesN > 0 {
-		frac = min(1, float64(entries)/float64(p.entriesN))
+		frac = min(1, float64(entries+present)/float64(p.entriesN))
 	} else if p.streamsN > 0 {
 		frac = float64(streams) / float64(p.streamsN)
 	}

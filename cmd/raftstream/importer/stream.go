@@ -38,6 +38,8 @@ type streamJob struct {
 	// XADD of the same pipeline may have been applied, leaving a gap that
 	// the next try looks for.
 	failed []engine.ID
+	// copied counts the entries this run copied, over every try.
+	copied int64
 	// gap is set when the target was found to hold fewer entries than the
 	// source after a copy: entries before its last one are missing.
 	gap bool
@@ -66,21 +68,22 @@ func (e permanentError) Unwrap() error { return e.error }
 // deleted on the target and the next try imports the stream again.
 var errGap = errors.New("the target stream had a gap (an XADD of a pipeline failed after a later one was applied); deleted it on the target to import it again")
 
-// importStream imports one stream, trying up to Retries times.
-func (im *importer) importStream(ctx context.Context, key string) (outcome, error) {
+// importStream imports one stream, trying up to Retries times, and says
+// how many entries it copied.
+func (im *importer) importStream(ctx context.Context, key string) (outcome, int64, error) {
 	j := &streamJob{im: im, key: key}
 	backoff := 100 * time.Millisecond
 	for try := 1; ; try++ {
 		out, err := j.try(ctx)
 		if err == nil || ctx.Err() != nil || errors.As(err, new(permanentError)) || try >= im.cfg.Retries {
-			return out, err
+			return out, j.copied, err
 		}
 		im.cfg.Logger.Warn("stream import failed; trying again from what the target holds",
 			"key", key, "try", try, "err", err)
 		select {
 		case <-time.After(backoff):
 		case <-ctx.Done():
-			return out, ctx.Err()
+			return out, j.copied, ctx.Err()
 		}
 		backoff = min(2*backoff, 5*time.Second)
 	}
