@@ -45,8 +45,9 @@ func fixtureKey(i int) string { return fmt.Sprintf("imp:%02d", i) }
 // has read 40% with two consumers, acknowledged half, and has a consumer
 // with no pending entry; then about 2% of the entries are deleted (pending
 // ones among them), every eighth stream is trimmed by a quarter (so that
-// trimmed entries stay pending), and two streams more are there: one empty
-// with a group, and one whose entries were all deleted while pending.
+// trimmed entries stay pending), and three streams more are there, with no
+// entries: one with a group, one whose entries were all deleted while
+// pending, one trimmed to nothing with no group.
 func seedStreams(t testing.TB, ctx context.Context, c redis.UniversalClient, f importFixture) []string {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(f.seed, 7))
@@ -108,7 +109,11 @@ func seedStreams(t testing.TB, ctx context.Context, c redis.UniversalClient, f i
 		must(c.XGroupCreate(ctx, "imp:gone", "g", "0").Err())
 		must(c.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "g", Consumer: "c", Streams: []string{"imp:gone", ">"}}).Err())
 		must(c.XDel(ctx, "imp:gone", "5-0", "5-1", "5-2").Err())
-		keys = append(keys, "imp:empty", "imp:gone")
+		for k := range 3 {
+			must(c.XAdd(ctx, &redis.XAddArgs{Stream: "imp:trimmed", ID: fmt.Sprintf("7-%d", k), Values: []string{"k", "v"}}).Err())
+		}
+		must(c.XTrimMaxLen(ctx, "imp:trimmed", 0).Err())
+		keys = append(keys, "imp:empty", "imp:gone", "imp:trimmed")
 	}
 	slices.Sort(keys)
 	return keys
@@ -397,7 +402,25 @@ func TestImportFromRedis(t *testing.T) {
 		t.Errorf("%s after the gap was repaired: checksum %s, want %s", gapKey, got, want)
 	}
 
+	// Entries appended and delivered on the source after the import are
+	// copied by the next run.
+	grown := fixtureKey(5)
+	for k := range 500 {
+		if err := src.XAdd(ctx, &redis.XAddArgs{Stream: grown, Values: []string{"late", fmt.Sprint(k)}}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := src.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "g1", Consumer: "late", Streams: []string{grown, ">"}, Count: 100}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	mustImport(t, "--from", srcAddr, "--to", node.Addr, "--match", grown)
+	compareFull(t, ctx, src, dst, []string{grown})
+	if got, want := entriesChecksum(t, ctx, dst, []string{grown}), entriesChecksum(t, ctx, src, []string{grown}); got != want {
+		t.Errorf("%s after entries were appended: checksum %s, want %s", grown, got, want)
+	}
+
 	// Killed after a while, then run again: the same result.
+	total, sum = totalLen(t, ctx, src, keys), entriesChecksum(t, ctx, src, keys)
 	node2 := startNode(t, "")
 	dst2 := plainClient(t, node2.Addr)
 	cmd := exec.Command(testkit.Server(t), "import", "--from", srcAddr, "--to", node2.Addr, "--parallel", "2", "--chunk", "200")
