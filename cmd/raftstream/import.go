@@ -29,7 +29,7 @@ command can make them equal: radix-tree-keys and radix-tree-nodes (each server p
 its own way), consumers' seen-time and active-time (the time of the import: XCLAIM TIME sets
 a pending entry's delivery time, nothing sets a consumer's), Redis 8.6 IDMP state (not imported).
 
-About 85-120k entries/s into a single node (100k entries of ~100 bytes, 2 vCPUs).
+About 85k entries/s into a single node (100k entries of ~100 bytes, one 2-vCPU machine).
 Manual: go doc github.com/raftstream/raftstream/cmd/raftstream/importer
 
 Flags:

@@ -75,6 +75,9 @@ func (im *importer) importStream(ctx context.Context, key string) (outcome, int6
 	backoff := 100 * time.Millisecond
 	for try := 1; ; try++ {
 		out, err := j.try(ctx)
+		if try > 1 && out == skipped {
+			out = imported // the failed tries before wrote what this one found in place
+		}
 		if err == nil || ctx.Err() != nil || errors.As(err, new(permanentError)) || try >= im.cfg.Retries {
 			return out, j.copied, err
 		}
