@@ -69,6 +69,10 @@ func importCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "raftstream import: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
+	if cfg.From == "" {
+		fmt.Fprintln(stderr, "raftstream import: --from host:port is required (the Redis to copy from)")
+		return 2
+	}
 	log, err := newLogger(*logLevel, "text", stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "raftstream import:", err)

@@ -35,7 +35,8 @@ type chunk struct {
 
 // readEntries sends the source entries in (after, upTo], chunk by chunk,
 // on the returned channel, which it closes after the last (or after an
-// error, sent as the last chunk). It stops when ctx ends.
+// error, sent as the last chunk). It stops when ctx ends, so a reader
+// whose consumer left (and cancelled ctx) never blocks.
 func (j *streamJob) readEntries(ctx context.Context, after, upTo engine.ID) <-chan chunk {
 	out := make(chan chunk, 2)
 	go func() {
@@ -48,7 +49,10 @@ func (j *streamJob) readEntries(ctx context.Context, after, upTo engine.ID) <-ch
 				es, err = parseEntries(reply)
 			}
 			if err != nil {
-				out <- chunk{err: fmt.Errorf("source XRANGE %s: %w", j.key, err)}
+				select {
+				case out <- chunk{err: fmt.Errorf("source XRANGE %s: %w", j.key, err)}:
+				case <-ctx.Done():
+				}
 				return
 			}
 			if len(es) == 0 {
