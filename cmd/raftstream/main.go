@@ -4,6 +4,7 @@
 //	raftstream [flags]                     run a node (no flags: single node, all slots, 127.0.0.1:6379)
 //	raftstream health --addr host:port     PING a node; exit 0 if it answers PONG (container healthchecks)
 //	raftstream status|transfer-leader|snapshot --addr host:port ...   operator commands (admin.go)
+//	raftstream import --from host:port [--cluster] [--to host:port] ...   copy streams from Redis (import.go)
 //
 // Every flag can also be set through the environment as RAFTSTREAM_<FLAG>,
 // upper case with dashes as underscores (RAFTSTREAM_REQUIREPASS=...); a flag
@@ -40,6 +41,9 @@ var _ resp.Backend = (*cluster.Node)(nil)
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "health" {
 		os.Exit(health(os.Args[2:], os.Stdout, os.Stderr))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "import" {
+		os.Exit(importCmd(os.Args[2:], os.Stdout, os.Stderr))
 	}
 	if len(os.Args) > 1 && adminCommands[os.Args[1]] != nil {
 		os.Exit(adminCommands[os.Args[1]](os.Args[2:], os.Stdout, os.Stderr))
@@ -156,7 +160,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.debugDialMap, "debug-dial-map", "", "TEST ONLY (fault-injection harness): comma-separated from=to bus address rewrites applied when this node dials a peer")
 	fs.Usage = func() {
 		out := fs.Output()
-		fmt.Fprintf(out, "Usage: raftstream [flags]\n       raftstream health --addr host:port\n\n")
+		fmt.Fprintf(out, "Usage: raftstream [flags]\n       raftstream health --addr host:port\n       raftstream import --from host:port [--to host:port] ... (raftstream import -h)\n\n")
 		fmt.Fprintf(out, "Every flag may also be set as an environment variable RAFTSTREAM_<FLAG> (e.g. RAFTSTREAM_PORT=7000).\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
