@@ -22,7 +22,8 @@ import (
 //
 //   - ci: 3 nodes; one run of the mixed workload through every fault, then
 //     one run each of the append, group and idempotent mixes through the
-//     node, partition and clock faults. About 2.5 minutes. No budget.
+//     node, partition and clock faults. About 2.5 minutes; an explicit
+//     -time sets every run's faulty phase instead. No budget.
 //   - soak: 3 nodes, 4 streams; every fault, the workloads in turn, runs of
 //     2 minutes for -time (default 30m), the budget: the run under way when
 //     it ends has its faulty phase cut there and is still healed, drained
@@ -49,6 +50,14 @@ func profileRuns(name string, base runner.Config, set map[string]bool) (runs []r
 		}
 		return def
 	}
+	// ci: an explicit -time (-duration) is each run's faulty phase (a
+	// shorter pass over the same runs)
+	length := func(def time.Duration) time.Duration {
+		if set["time"] || set["duration"] {
+			return base.Duration
+		}
+		return def
+	}
 	add := func(tag, mix string, faults []string, d, every, dur time.Duration) {
 		c := base
 		c.Out = filepath.Join(base.Out, tag)
@@ -58,11 +67,11 @@ func profileRuns(name string, base runner.Config, set map[string]bool) (runs []r
 	}
 	switch name {
 	case "ci":
-		add("1-all", mix(workload.MixAll), pick(runner.AllFaults), 2*time.Second, 500*time.Millisecond, 50*time.Second)
+		add("1-all", mix(workload.MixAll), pick(runner.AllFaults), 2*time.Second, 500*time.Millisecond, length(50*time.Second))
 		short := pick([]string{runner.FaultKill, runner.FaultPartitionLeader, runner.FaultClockSkew, runner.FaultPartitionHalves})
-		add("2-append", mix(workload.MixAppend), short, 2*time.Second, 500*time.Millisecond, 10*time.Second)
-		add("3-group", mix(workload.MixGroup), short, 2*time.Second, 500*time.Millisecond, 10*time.Second)
-		add("4-idempotent", mix(workload.MixIdempotent), short, 2*time.Second, 500*time.Millisecond, 10*time.Second)
+		add("2-append", mix(workload.MixAppend), short, 2*time.Second, 500*time.Millisecond, length(10*time.Second))
+		add("3-group", mix(workload.MixGroup), short, 2*time.Second, 500*time.Millisecond, length(10*time.Second))
+		add("4-idempotent", mix(workload.MixIdempotent), short, 2*time.Second, 500*time.Millisecond, length(10*time.Second))
 	case "soak":
 		total := base.Duration
 		if !set["time"] && !set["duration"] {

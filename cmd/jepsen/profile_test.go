@@ -53,8 +53,8 @@ func TestCIProfileCoversEverything(t *testing.T) {
 }
 
 // TestProfileFlagsOverride: explicit -nemesis and -workload narrow a
-// profile; soak fills -time; unknown profiles and a profile without -bin
-// are refused.
+// profile; soak fills -time; -time sets each ci run's length; unknown
+// profiles and a profile without -bin are refused.
 func TestProfileFlagsOverride(t *testing.T) {
 	base := runner.Config{Bin: "/bin/true", Out: "o", Faults: []string{"kill"}, Workload: "idempotent", Duration: 5 * time.Minute}
 	runs, budget, err := profileRuns("soak", base, map[string]bool{"nemesis": true, "workload": true, "time": true})
@@ -68,6 +68,15 @@ func TestProfileFlagsOverride(t *testing.T) {
 	for _, r := range runs {
 		if !slices.Equal(r.Faults, []string{"kill"}) || r.Workload != "idempotent" {
 			t.Errorf("override lost: %v %s", r.Faults, r.Workload)
+		}
+	}
+	runs, _, err = profileRuns("ci", base, map[string]bool{"time": true})
+	if err != nil || len(runs) != 4 {
+		t.Fatalf("ci: %d runs, %v", len(runs), err)
+	}
+	for _, r := range runs {
+		if r.Duration != base.Duration {
+			t.Errorf("ci with -time %v: run %s lasts %v", base.Duration, r.Out, r.Duration)
 		}
 	}
 	if _, _, err := profileRuns("nightly", base, nil); err == nil {
