@@ -170,6 +170,24 @@ func (c *Config) Validate() error {
 	return nil
 }
 
+// absPaths makes Out, Dir and a Bin given as a path (not a name looked up
+// in PATH) absolute: a node process runs in its own data directory
+// (local.Node), where a relative binary would not be found and a relative
+// {dir} would nest the data under itself.
+func (c *Config) absPaths() (err error) {
+	for _, p := range []*string{&c.Out, &c.Dir} {
+		if *p != "" {
+			if *p, err = filepath.Abs(*p); err != nil {
+				return err
+			}
+		}
+	}
+	if strings.ContainsRune(c.Bin, filepath.Separator) {
+		c.Bin, err = filepath.Abs(c.Bin)
+	}
+	return err
+}
+
 // Outcome is what a run produced.
 type Outcome struct {
 	History history.History
@@ -195,6 +213,9 @@ func (o *Outcome) ExitCode() int { return report.ExitCode(o.Results, o.Err) }
 // (nothing succeeded after the heal) of a server that did nothing wrong.
 func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := cfg.absPaths(); err != nil {
 		return nil, err
 	}
 	log := cfg.Log

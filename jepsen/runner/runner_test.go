@@ -247,3 +247,31 @@ func TestContextEndsMidRun(t *testing.T) {
 		t.Error("report.html does not say the faulty phase was cut")
 	}
 }
+
+// TestRelativePaths: a binary given as a relative path and a relative Out
+// (as "jepsen run -bin ./raftstream -out jepsen-out" gives them) work: the
+// nodes run in their data directories, so both are resolved first, and
+// the node data is not nested under itself.
+func TestRelativePaths(t *testing.T) {
+	cfg := redisConfig(t, true, FaultStall)
+	cfg.Duration = 500 * time.Millisecond
+	dir := t.TempDir()
+	if err := os.Symlink(cfg.Bin, filepath.Join(dir, "server")); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	cfg.Bin, cfg.Out = "./server", "out"
+	out, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := out.ExitCode(); code != report.ExitValid {
+		t.Fatalf("exit %d (%v)", code, out.Err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out", "history.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out", "n1", "out")); err == nil {
+		t.Fatal("the node's data directory is nested under itself (out/n1/out)")
+	}
+}
