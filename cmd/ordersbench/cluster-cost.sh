@@ -44,8 +44,11 @@ python3 - "$d/rows.csv" <<'PY'
 import csv, sys
 rows = [r for r in csv.DictReader(open(sys.argv[1])) if int(r["xadds"]) > 0]
 d = [(float(r["xadds"]), float(r["log_writes"]), float(r["node_cpu_s"])) for r in rows]
+if not d:
+    sys.exit("no row made an XADD")
 if len(d) < 2:
-    sys.exit("need two rows or more for the fit")
+    print("no fit: it needs two shard counts or more")
+    sys.exit(0)
 s11 = sum(x * x for x, w, y in d); s12 = sum(x * w for x, w, y in d); s22 = sum(w * w for x, w, y in d)
 t1 = sum(x * y for x, w, y in d); t2 = sum(w * y for x, w, y in d)
 det = s11 * s22 - s12 * s12
