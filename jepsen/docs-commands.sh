@@ -7,6 +7,7 @@
 #
 #   jepsen/docs-commands.sh [workdir]    (about 7 minutes on 2 cores; root for the netns driver)
 #   jepsen/docs-commands.sh -plan        only compare the plan with the pages (a second)
+#   DOCS_GROUPS="broker jepsen" jepsen/docs-commands.sh    only those groups (see == below)
 #
 # The plan below lists the commands page by page:
 #   run    CMD             run as written; fails on a non-zero exit
@@ -205,7 +206,7 @@ fi
 
 # 2. Helpers the groups' shells use (exported functions).
 # begin/end frame each command: end fails the group on a non-zero exit.
-begin() { step_doc=$1 step_cmd=$2; printf '\n$ %s\n' "$step_cmd"; }
+begin() { step_doc=$1 step_cmd=$2; printf '\n[%s] $ %s\n' "$(date +%T)" "$step_cmd"; }
 end() {
 	[[ $1 -eq 0 ]] && return 0
 	echo "FAILED: $step_doc: $step_cmd (exit $1)"
@@ -313,6 +314,7 @@ fi
 for pass in 1 2; do
 	echo "== pass $pass"
 	for g in "${groups[@]}"; do
+		[[ -z ${DOCS_GROUPS:-} || " $DOCS_GROUPS " == *" $g "* ]] || continue
 		script "$g" >"$work/logs/$g.sh"
 		log=$work/logs/$pass-$g.log
 		start=$(date +%s)
