@@ -82,6 +82,7 @@ run    ./jepsen-run check -out jepsen-out/check jepsen-out/latest/history.jsonl
 run    go test ./jepsen/workload -run 'Failover|Crash' -update-fixtures
 do     git checkout -- jepsen/testdata
 skip   jepsen/ci.sh [outdir] ==> .ci/run runs it
+skip   jepsen/docs-commands.sh ==> this check
 skip   go run ./cmd/jepsen run -addr 127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003 -docker rstest_node1_1,rstest_node2_1,rstest_node3_1 -docker-network rstest_raftstream -docker-ips 172.30.70.11,172.30.70.12,172.30.70.13 -faults kill,pause,partition-one,partition-leader,leader-pause,reset -duration 60s -keys 4 ==> Docker: deploy/compose-test.sh ends with such a run
 
 == jepsen-netns

@@ -94,7 +94,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Workload, "workload", "all", "operation mix: "+strings.Join(workload.Mixes, ", "))
 	fs.StringVar(&cfg.InjectBug, "inject-bug", "", "self-test: start the servers with --debug-inject-bug (ack-before-commit, stale-read, drop-pel-update); the checkers must flag the run")
 	fs.DurationVar(&cfg.Skew, "skew", 5*time.Second, "clock offset applied by the clock-skew fault")
-	fs.DurationVar(&cfg.Duration, "time", 20*time.Second, "alias of -duration")
+	fs.DurationVar(&cfg.Duration, "time", 20*time.Second, "alias of -duration; with -profile soak the soak's wall-clock budget, with -profile ci each run's faulty phase")
 	driver := fs.String("driver", "local", "how nodes started with -bin are networked: local (127.0.0.1, per-link proxies) or netns (root: a namespace per node, nftables partitions, clients in a ctl namespace)")
 	profile := fs.String("profile", "", "preset: ci (every fault and workload on 3 local nodes, under 3 minutes) or soak (every fault, workloads in turn, for -time; default 30m); flags given explicitly override it (-seed replays)")
 	fs.DurationVar(&cfg.FaultEvery, "fault-every", 2*time.Second, "quiet time before each fault")
