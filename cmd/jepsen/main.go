@@ -5,8 +5,13 @@
 //	jepsen run   -addr host:port [flags]     the same against a running server (link faults only)
 //	jepsen run   -addr a1,a2,a3 -docker c1,c2,c3 [-docker-network net] [-dry-run] [flags]
 //	                                          a running docker cluster (external driver; see jepsen/external)
-//	jepsen run   -profile ci|soak -bin ./raftstream [-seed n] [-time 30m] [-nemesis …] [-workload …]
+//	jepsen run   -profile ci|soak [-bin ./raftstream] [-seed n] [-time 30m] [-nemesis …] [-workload …]
+//	jepsen -profile ci|soak …                  the same (run is implied)
 //	jepsen check [-trims] [-out dir] history.jsonl
+//
+// Without -bin or -addr, run builds ./cmd/raftstream itself. Every run
+// writes into a new subdirectory of -out (default jepsen-out) named by the
+// time, with -out/latest pointing at it.
 //
 // Both print one line per checker and end with "N passed, N failed". The
 // exit code is 0 when every checker passed, 1 when one found an anomaly, 2
@@ -21,6 +26,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -35,29 +41,30 @@ import (
 )
 
 func main() {
-	if len(os.Args) < 2 {
-		usage(os.Stderr)
-		os.Exit(report.ExitUnknown)
+	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// dispatch runs the subcommand named by args[0] and returns the exit code.
+func dispatch(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return report.ExitUnknown
 	}
-	var code int
-	switch os.Args[1] {
-	case "run":
-		code = run(os.Args[2:], os.Stdout, os.Stderr)
-	case "-profile", "--profile":
-		// jepsen --profile ci: run is implied
-		code = run(os.Args[1:], os.Stdout, os.Stderr)
-		code = run(os.Args[2:], os.Stdout, os.Stderr)
-	case "check":
-		code = check(os.Args[2:], os.Stdout, os.Stderr)
-	default:
-		usage(os.Stderr)
-		code = report.ExitUnknown
+	switch a := args[0]; {
+	case a == "run":
+		return run(args[1:], stdout, stderr)
+	case strings.HasPrefix(a, "-") && strings.HasPrefix(strings.TrimLeft(a, "-"), "profile"):
+		// jepsen --profile ci: run is implied, and -profile is one of its flags
+		return run(args, stdout, stderr)
+	case a == "check":
+		return check(args[1:], stdout, stderr)
 	}
-	os.Exit(code)
+	usage(stderr)
+	return report.ExitUnknown
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: jepsen run (-bin path | -addr host:port) [flags]\n       jepsen check [-trims] [-out dir] history.jsonl")
+	fmt.Fprintln(w, "usage: jepsen run [-bin path | -addr host:port] [flags]\n       jepsen -profile ci|soak [flags]\n       jepsen check [-trims] [-out dir] history.jsonl")
 }
 
 // run: 1. parse flags, 2. run the test, 3. print the summary, 4. exit code.
@@ -66,7 +73,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var cfg runner.Config
 	var serverArgs, faults string
-	fs.StringVar(&cfg.Bin, "bin", "", "server binary to start (raftstream)")
+	fs.StringVar(&cfg.Bin, "bin", "", "server binary to start (default, without -addr: ./cmd/raftstream built into the run's directory)")
 	fs.StringVar(&serverArgs, "args", "", "server arguments; {port} {dir} {bus} {busannounce} {join} {n} {name} are substituted (default: single node, or a cluster when -nodes > 1)")
 	fs.IntVar(&cfg.Nodes, "nodes", 1, "nodes to start with -bin")
 	fs.StringVar(&cfg.Addr, "addr", "", "use a running server at host:port instead of -bin (a cluster: comma-separated, one per node)")
@@ -76,7 +83,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&dk.Network, "docker-network", "", "external driver: the cluster network partitions disconnect (e.g. rstest_raftstream, the compose network of deploy/compose-test.sh)")
 	fs.StringVar(&ips, "docker-ips", "", "external driver: comma-separated fixed IPs to reconnect containers with")
 	fs.BoolVar(&dk.DryRun, "dry-run", false, "external driver: print the docker commands instead of running them")
-	fs.StringVar(&cfg.Out, "out", "jepsen-out", "directory for history.jsonl, report.html, node logs")
+	fs.StringVar(&cfg.Out, "out", "jepsen-out", "each run writes history.jsonl, report.html, node logs and node data into a new subdirectory of this one named by the time; <out>/latest points at it")
 	fs.IntVar(&cfg.Clients, "clients", 8, "concurrent clients")
 	fs.IntVar(&cfg.Keys, "keys", 2, "streams")
 	fs.Int64Var(&cfg.Seed, "seed", time.Now().UnixNano(), "seed of the clients' operation choice")
@@ -87,7 +94,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Workload, "workload", "all", "operation mix: "+strings.Join(workload.Mixes, ", "))
 	fs.StringVar(&cfg.InjectBug, "inject-bug", "", "self-test: start the servers with --debug-inject-bug (ack-before-commit, stale-read, drop-pel-update); the checkers must flag the run")
 	fs.DurationVar(&cfg.Skew, "skew", 5*time.Second, "clock offset applied by the clock-skew fault")
-	fs.DurationVar(&cfg.Duration, "time", 20*time.Second, "alias of -duration")
+	fs.DurationVar(&cfg.Duration, "time", 20*time.Second, "alias of -duration; with -profile soak the soak's wall-clock budget, with -profile ci each run's faulty phase")
 	driver := fs.String("driver", "local", "how nodes started with -bin are networked: local (127.0.0.1, per-link proxies) or netns (root: a namespace per node, nftables partitions, clients in a ctl namespace)")
 	profile := fs.String("profile", "", "preset: ci (every fault and workload on 3 local nodes, under 3 minutes) or soak (every fault, workloads in turn, for -time; default 30m); flags given explicitly override it (-seed replays)")
 	fs.DurationVar(&cfg.FaultEvery, "fault-every", 2*time.Second, "quiet time before each fault")
@@ -141,23 +148,30 @@ func run(args []string, stdout, stderr io.Writer) int {
 		cfg.Faults = strings.Split(faults, ",")
 	}
 	cfg.Log = slog.New(slog.NewTextHandler(stderr, nil))
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptible(stderr)
 	defer stop()
-	if *profile != "" {
-		if cfg.Bin == "" && cfg.Addr == "" {
-			bin, err := buildServer(cfg.Out)
-			if err != nil {
-				fmt.Fprintln(stderr, "jepsen: no -bin, and building ./cmd/raftstream failed:", err)
-				return report.ExitUnknown
-			}
-			cfg.Bin = bin
+	dir, err := newRunDir(cfg.Out, time.Now())
+	if err != nil {
+		fmt.Fprintln(stderr, "jepsen:", err)
+		return report.ExitUnknown
+	}
+	cfg.Out = dir
+	fmt.Fprintf(stdout, "output %s\n", dir)
+	if cfg.Bin == "" && cfg.Addr == "" {
+		bin, err := buildServer(filepath.Join(dir, "bin"))
+		if err != nil {
+			fmt.Fprintln(stderr, "jepsen: no -bin, and building ./cmd/raftstream failed:", err)
+			return report.ExitUnknown
 		}
-		runs, err := profileRuns(*profile, cfg, set)
+		cfg.Bin = bin
+	}
+	if *profile != "" {
+		runs, budget, err := profileRuns(*profile, cfg, set)
 		if err != nil {
 			fmt.Fprintln(stderr, "jepsen:", err)
 			return report.ExitUnknown
 		}
-		return runAll(ctx, runs, stdout, stderr)
+		return runAll(ctx, runs, budget, stdout, stderr)
 	}
 	fmt.Fprintf(stdout, "seed %d\n", cfg.Seed)
 	out, err := runner.Run(ctx, cfg)
@@ -172,7 +186,38 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "%d events; report %s\n", len(out.History), out.Report)
 	_ = report.Summary(stdout, out.Results)
-	return out.ExitCode()
+	code := out.ExitCode()
+	if out.Cut > 0 && code != report.ExitInvalid {
+		// checked in full, but not the run that was asked for
+		fmt.Fprintf(stdout, "interrupted: the faulty phase lasted %v of %v\n", out.Cut.Round(time.Second), cfg.Duration)
+		code = report.ExitUnknown
+	}
+	return code
+}
+
+// interruptible returns a context that the first SIGINT or SIGTERM ends:
+// the run under way then stops its faulty phase, heals, runs its final
+// phase and is checked, and no further run begins. A second signal ends the
+// process at once (the default action). stop releases the signals.
+func interruptible(stderr io.Writer) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sig:
+			signal.Stop(sig)
+			fmt.Fprintf(stderr, "jepsen: %v: healing and checking the run under way (signal again to stop at once)\n", s)
+			cancel(fmt.Errorf("interrupted (%v)", s))
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		close(done)
+		signal.Stop(sig)
+		cancel(nil)
+	}
 }
 
 // check: 1. read the history, 2. run the checkers, 3. report, 4. exit code.

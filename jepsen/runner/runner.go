@@ -170,12 +170,34 @@ func (c *Config) Validate() error {
 	return nil
 }
 
+// absPaths makes Out, Dir and a Bin given as a path (not a name looked up
+// in PATH) absolute: a node process runs in its own data directory
+// (local.Node), where a relative binary would not be found and a relative
+// {dir} would nest the data under itself.
+func (c *Config) absPaths() (err error) {
+	for _, p := range []*string{&c.Out, &c.Dir} {
+		if *p != "" {
+			if *p, err = filepath.Abs(*p); err != nil {
+				return err
+			}
+		}
+	}
+	if strings.ContainsRune(c.Bin, filepath.Separator) {
+		c.Bin, err = filepath.Abs(c.Bin)
+	}
+	return err
+}
+
 // Outcome is what a run produced.
 type Outcome struct {
 	History history.History
 	Results []checker.Result
 	Report  string // path of report.html
 	Err     error  // harness error (the server could not be started or restarted, …)
+	// Cut is set when Run's context ended the faulty phase before
+	// Config.Duration (a soak's time budget, an interrupt): how long the
+	// faulty phase lasted. The heal, final phase and checks ran in full.
+	Cut time.Duration
 }
 
 // ExitCode is report.ExitCode of the outcome.
@@ -183,8 +205,17 @@ func (o *Outcome) ExitCode() int { return report.ExitCode(o.Results, o.Err) }
 
 // Run performs the test. A harness failure after the history began is
 // returned in Outcome.Err with whatever could still be checked.
+//
+// ctx bounds the setup and the faulty phase only. When it ends during the
+// faulty phase, that phase stops there (Outcome.Cut) and the heal, the
+// final phase and the checks still run, with a context of their own: a
+// history cut without its final reads would read as a liveness failure
+// (nothing succeeded after the heal) of a server that did nothing wrong.
 func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := cfg.absPaths(); err != nil {
 		return nil, err
 	}
 	log := cfg.Log
@@ -239,16 +270,22 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		defer wg.Done()
 		nemErr = nemesis(runCtx, cfg, w, sut, log)
 	}()
+	faulty := time.Now()
 	wl.Run(runCtx, 1<<30)
 	stop()
 	wg.Wait()
+	if ctx.Err() != nil {
+		out.Cut = max(time.Since(faulty), time.Nanosecond)
+		log.Info("faulty phase cut short; healing and checking the run", "after", out.Cut, "cause", context.Cause(ctx))
+	}
 	// 5. Heal everything, wait until the servers answer again (outside the
-	// history), then the final phase.
+	// history), then the final phase, whether or not ctx has ended (see
+	// above).
 	nemErr = errors.Join(nemErr, sut.heal())
 	w.Nemesis(history.Heal, "")
 	// (3 minutes: on a loaded machine the drain of 4 streams holding a
 	// 2-minute run's entries took more than one)
-	finalCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	finalCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
 	nemErr = errors.Join(nemErr, sut.waitReady(finalCtx, keys))
 	wl.Final(finalCtx)
 	cancel()
@@ -270,6 +307,10 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	}
 	if cfg.InjectBug != "" {
 		notes = append(notes, "self-test: the servers run with --debug-inject-bug "+cfg.InjectBug)
+	}
+	if out.Cut > 0 {
+		notes = append(notes, fmt.Sprintf("faulty phase cut after %v of %v (%v); healed, final phase and checks in full",
+			out.Cut.Round(time.Millisecond), cfg.Duration, context.Cause(ctx)))
 	}
 	if out.Err != nil {
 		notes = append(notes, "harness error: "+out.Err.Error())

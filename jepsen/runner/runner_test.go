@@ -202,3 +202,77 @@ func TestRunningServerTwice(t *testing.T) {
 		}
 	}
 }
+
+// TestContextEndsMidRun: when Run's context ends in the middle of the
+// faulty phase (a soak's time budget, an interrupt), the run still heals,
+// runs its final phase and is checked: a valid server gives a valid run
+// whose history has ok operations after the final heal, not a liveness
+// failure with "context canceled" in the heal.
+func TestContextEndsMidRun(t *testing.T) {
+	cfg := redisConfig(t, true, FaultKill, FaultStall, FaultPause)
+	cfg.Duration = time.Minute
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	out, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum bytes.Buffer
+	_ = report.Summary(&sum, out.Results)
+	t.Logf("%d events in %v, cut after %v\n%s", len(out.History), time.Since(start), out.Cut, sum.String())
+	if out.Err != nil {
+		t.Fatalf("harness: %v", out.Err)
+	}
+	if out.Cut <= 0 || out.Cut >= cfg.Duration {
+		t.Fatalf("Cut %v: the faulty phase should have been cut by the context", out.Cut)
+	}
+	if code := out.ExitCode(); code != report.ExitValid {
+		t.Fatalf("exit %d, want %d (valid)\n%s", code, report.ExitValid, sum.String())
+	}
+	_, heal := out.History.Faults()
+	if heal < 0 {
+		t.Fatal("no heal in the history")
+	}
+	final := 0
+	for _, o := range out.History.Ops() {
+		if o.Type == history.OK && o.Call > heal {
+			final++
+		}
+	}
+	if final == 0 {
+		t.Fatal("no ok operation after the final heal")
+	}
+	b, _ := os.ReadFile(out.Report)
+	if !strings.Contains(string(b), "faulty phase cut after") {
+		t.Error("report.html does not say the faulty phase was cut")
+	}
+}
+
+// TestRelativePaths: a binary given as a relative path and a relative Out
+// (as "jepsen run -bin ./raftstream -out jepsen-out" gives them) work: the
+// nodes run in their data directories, so both are resolved first, and
+// the node data is not nested under itself.
+func TestRelativePaths(t *testing.T) {
+	cfg := redisConfig(t, true, FaultStall)
+	cfg.Duration = 500 * time.Millisecond
+	dir := t.TempDir()
+	if err := os.Symlink(cfg.Bin, filepath.Join(dir, "server")); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	cfg.Bin, cfg.Out = "./server", "out"
+	out, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := out.ExitCode(); code != report.ExitValid {
+		t.Fatalf("exit %d (%v)", code, out.Err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out", "history.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out", "n1", "out")); err == nil {
+		t.Fatal("the node's data directory is nested under itself (out/n1/out)")
+	}
+}
