@@ -57,7 +57,7 @@ reply  redis-cli XPENDING orders billing
 short  raftstream health --addr host:port ==> go run ./cmd/raftstream health --addr 127.0.0.1:6379
 short  raftstream --help ==> go run ./cmd/raftstream --help
 do     stop_bg
-skip   go test -race -count=1 -timeout 30m ./... ==> the test suite: .ci/run runs it
+skip   deploy/test.sh ==> the test suite: .ci/run runs it
 skip   raftstream import --from 127.0.0.1:6380 --to 127.0.0.1:6379 --verify ==> needs a Redis with streams: TestImportFromRedis (cmd/raftstream) runs this import
 skip   raftstream import --from 127.0.0.1:7000 --cluster --match 'orders:*' --to 127.0.0.1:7001 ==> needs a Redis Cluster: TestImportFromRedisCluster (cmd/raftstream) runs this import
 
