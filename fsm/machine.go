@@ -29,9 +29,6 @@ type machine struct {
 	// Invariant: non-decreasing across applies, restarts (persisted in
 	// snapshots) and leaders, so engine time never runs backwards.
 	lastNow int64
-	// pendingSignals holds keys signalled by an engine that DEBUG RELOAD
-	// replaced before ApplyBatch could take them.
-	pendingSignals []string
 
 	// proposed maps the entries this replica proposed and has not seen
 	// answered (the address of their data's first byte) to the batches
@@ -111,12 +108,7 @@ func (m *machine) ApplyBatch(logs []*raft.Log) []any {
 		if b == &m.arena.batch {
 			m.arena.reset()
 		}
-		signaled := m.eng.TakeSignaled()
-		if len(m.pendingSignals) > 0 {
-			signaled = append(m.pendingSignals, signaled...)
-			m.pendingSignals = nil
-		}
-		for _, k := range signaled {
+		for _, k := range m.eng.TakeSignaled() {
 			if seen == nil {
 				seen = make(map[string]struct{})
 			}
@@ -151,12 +143,9 @@ func (m *machine) applyLocked(b *Batch) [][]engine.Reply {
 	return res
 }
 
-// execLocked runs one command: the FSM's own log commands (special.go) or
-// the engine's.
+// execLocked runs one command. Every log command is the engine's (CONFIG SET
+// and DEBUG RELOAD included): one registry lookup per command.
 func (m *machine) execLocked(now int64, argv [][]byte) engine.Reply {
-	if r, ok := m.special(argv); ok {
-		return r
-	}
 	if execHook != nil {
 		if r, ok := execHook(m.eng, now, argv); ok {
 			return r
