@@ -206,3 +206,7 @@ func ParseMemoryArg(b []byte, lo, hi uint64) (uint64, string) {
 	}
 	return v, ""
 }
+
+// HelpReply is the reply of a server command's HELP subcommand (Redis's
+// addReplyHelp): a header naming cmd, the lines, and the HELP footer.
+func HelpReply(cmd []byte, lines ...string) Reply { return helpReply(cmd, lines) }

@@ -43,6 +43,10 @@ type machine struct {
 	// it (apply goroutine only). No reply refers to a batch's slices (the
 	// engine copies what it keeps), so the arena is reset right after.
 	arena decodeArena
+
+	// saves is what INFO persistence reports (saves.go): local statistics,
+	// not replicated state.
+	saves saveStats
 }
 
 // rememberProposed records that data, about to be proposed, encodes b.
@@ -78,7 +82,9 @@ func (m *machine) batchOf(l *raft.Log) (*Batch, error) {
 var _ raft.BatchingFSM = (*machine)(nil)
 
 func newMachine(shard int, cfg engine.Config, notify func(int, []string), log *slog.Logger) *machine {
-	return &machine{shard: shard, notify: notify, log: log, eng: engine.New(cfg)}
+	m := &machine{shard: shard, notify: notify, log: log, eng: engine.New(cfg)}
+	m.saves.init()
+	return m
 }
 
 // Apply implements raft.FSM for a single entry.
@@ -133,13 +139,18 @@ func (m *machine) applyLocked(b *Batch) [][]engine.Reply {
 		return nil
 	}
 	res := make([][]engine.Reply, len(b.Units))
+	var changes uint64
 	for i, u := range b.Units {
 		replies := make([]engine.Reply, len(u))
 		for j, argv := range u {
 			replies[j] = m.execLocked(now, argv)
+			if _, failed := replies[j].(*engine.Error); !failed {
+				changes++
+			}
 		}
 		res[i] = replies
 	}
+	m.saves.changes.Add(changes)
 	return res
 }
 
@@ -165,7 +176,8 @@ func (m *machine) Snapshot() (raft.FSMSnapshot, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	es := snapshotEngine(m.eng)
-	return &fsmSnapshot{hdr: snapshotHeader{LastNow: m.lastNow, Shard: m.shard, Engine: m.eng.Config()}, eng: es}, nil
+	return &fsmSnapshot{hdr: snapshotHeader{LastNow: m.lastNow, Shard: m.shard, Engine: m.eng.Config()}, eng: es,
+		save: m.saves.begin()}, nil
 }
 
 // Restore implements raft.FSM: it replaces the engine and lastNow with the
@@ -178,6 +190,7 @@ func (m *machine) Restore(rc io.ReadCloser) error {
 	}
 	m.mu.Lock()
 	m.eng, m.lastNow = eng, hdr.LastNow
+	m.saves.restored()
 	m.mu.Unlock()
 	return nil
 }

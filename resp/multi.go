@@ -128,6 +128,7 @@ func cmdExec(s *Server, c *client, _ [][]byte) reply {
 		}
 		out = append(out, r)
 	}
+	s.execAnswered(c, m.cmds, m.queue, out)
 	return out
 }
 
