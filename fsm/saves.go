@@ -17,7 +17,7 @@ type saveStats struct {
 	changes atomic.Uint64 // commands applied without error
 	saved   atomic.Uint64 // changes when the newest persisted snapshot was taken
 	lastAt  atomic.Int64  // unix seconds of the newest persisted snapshot; its start before
-	lastDur atomic.Int64  // ns the last Persist took; -1 before any
+	lastDur atomic.Int64  // ns the last Persist took
 	lastErr atomic.Bool   // the last Persist failed
 	saves   atomic.Uint64 // snapshots persisted
 	active  atomic.Int32  // snapshots taken and not released
@@ -34,7 +34,6 @@ type pendingSave struct {
 
 func (s *saveStats) init() {
 	s.lastAt.Store(time.Now().Unix())
-	s.lastDur.Store(-1)
 }
 
 // begin notes a snapshot taken now (Snapshot: apply is not running).
@@ -79,8 +78,8 @@ type SaveStats struct {
 	// LastSave is when the newest snapshot was persisted (the replica's
 	// start before any).
 	LastSave time.Time
-	// LastDuration is how long writing the last snapshot took; -1 before
-	// any. LastFailed says it failed.
+	// LastDuration is how long writing the last snapshot took (when
+	// Saves > 0 or LastFailed); LastFailed says it failed.
 	LastDuration time.Duration
 	LastFailed   bool
 	// Saves counts the snapshots persisted since the replica opened.

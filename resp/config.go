@@ -2,6 +2,7 @@ package resp
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"math"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/raftstream/raftstream/engine"
@@ -83,8 +85,17 @@ func init() {
 				}
 				return func() { s.cfg.LogLevel.Set(logLevels[name]) }, nil
 			}},
-		intParam("maxclients", 1, math.MaxUint32, func(s *Server) int64 { return s.conns.maxClients.Load() },
-			func(s *Server, v int64) { s.conns.maxClients.Store(v) }),
+		{name: "maxclients", get: func(s *Server) string { return strconv.FormatInt(s.conns.maxClients.Load(), 10) },
+			set: func(s *Server, v []byte) (func(), *errReply) {
+				n, why := engine.ParseBoundedInt(v, 1, math.MaxUint32)
+				if why == "" {
+					why = checkFileLimit(n)
+				}
+				if why != "" {
+					return nil, engine.ConfigFailed("maxclients", why)
+				}
+				return func() { s.conns.maxClients.Store(n) }, nil
+			}},
 		{name: "maxmemory", get: func(s *Server) string { return strconv.FormatUint(s.mem.max.Load(), 10) },
 			set: func(s *Server, v []byte) (func(), *errReply) {
 				n, why := engine.ParseMemoryArg(v, 0, math.MaxUint64)
@@ -164,7 +175,7 @@ func intParam(name string, lo, hi int64, get func(*Server) int64, apply func(*Se
 		}}
 }
 
-func anyArg(v []byte) (string, string) { return strings.TrimSpace(string(v)), "" }
+func anyArg(v []byte) (string, string) { return string(v), "" }
 
 func intArg(lo, hi int64) valueArg {
 	return func(v []byte) (string, string) {
@@ -224,6 +235,23 @@ func keyspaceEventsArg(v []byte) (string, string) {
 		}
 	}
 	return string(v), ""
+}
+
+// reservedFDs are the file descriptors Redis keeps for other uses than
+// clients (CONFIG_MIN_RESERVED_FDS).
+const reservedFDs = 32
+
+// checkFileLimit refuses a maxclients the process's file descriptor limit
+// cannot serve, as Redis does ("" when it can).
+func checkFileLimit(n int64) string {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil || lim.Cur > math.MaxInt64 {
+		return ""
+	}
+	if most := int64(lim.Cur) - reservedFDs; n > most {
+		return fmt.Sprintf("The operating system is not able to handle the specified number of clients, try with %d", max(most, 1))
+	}
+	return ""
 }
 
 func yesNo(b bool) string {

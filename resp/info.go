@@ -267,7 +267,7 @@ func (s *Server) infoPersistence(w infoWriter) {
 		if sv.Saves > 0 && sv.LastSave.Unix() > lastSave {
 			lastSave = sv.LastSave.Unix()
 		}
-		if sv.LastDuration >= 0 {
+		if sv.Saves > 0 || sv.LastFailed {
 			lastSecs = max(lastSecs, int64(sv.LastDuration.Seconds()))
 		}
 		if sv.LastFailed {
@@ -333,7 +333,7 @@ func (s *Server) infoReplication(w infoWriter) {
 		}
 		line := fmt.Sprintf("raft_role=%s,term=%d,commit_index=%d,applied_index=%d,last_index=%d,leader=%s",
 			st.Role, st.Term, st.CommitIndex, st.AppliedIndex, st.LastIndex, st.Leader)
-		if st.Role == "leader" {
+		if st.Role == "leader" && len(st.Followers) > 0 {
 			var f []string
 			for _, fl := range st.Followers {
 				if fl.Known {
