@@ -245,7 +245,7 @@ func TestConfigSetTimeout(t *testing.T) {
 		t.Error("idle client still connected after the timeout")
 	}
 	t.Logf("idle client closed within %v", time.Since(start))
-	if got := configGet(t, busy, "timeout")["timeout"]; got != "1" {
+	if got := configGet(t, dial(t, addr), "timeout")["timeout"]; got != "1" {
 		t.Errorf("CONFIG GET timeout: %q", got)
 	}
 }

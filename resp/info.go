@@ -331,7 +331,7 @@ func (s *Server) infoReplication(w infoWriter) {
 		if !ok {
 			continue
 		}
-		line := fmt.Sprintf("raft_role=%s,term=%d,commit_index=%d,applied_index=%d,last_index=%d,leader=%s",
+		line := fmt.Sprintf("role=%s,term=%d,commit_index=%d,applied_index=%d,last_index=%d,leader=%s",
 			st.Role, st.Term, st.CommitIndex, st.AppliedIndex, st.LastIndex, st.Leader)
 		if st.Role == "leader" && len(st.Followers) > 0 {
 			var f []string

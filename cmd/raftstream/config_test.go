@@ -1,0 +1,148 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/raftstream/raftstream/jepsen/testkit"
+	"github.com/raftstream/raftstream/resp/wire"
+	"github.com/raftstream/raftstream/slots"
+)
+
+// TestConfigShowsTheFlags: what --maxmemory, --maxclients, --timeout,
+// --proto-max-bulk-len and --log-level set is what CONFIG GET reports, and
+// what CONFIG SET changes is in force at once.
+func TestConfigShowsTheFlags(t *testing.T) {
+	n := startNode(t, "", "--maxmemory", "100000000", "--maxclients", "50", "--timeout", "30s",
+		"--proto-max-bulk-len", "2097152", "--log-level", "debug")
+	c := dial(t, n.Addr)
+	for name, want := range map[string]string{"maxmemory": "100000000", "maxclients": "50", "timeout": "30",
+		"proto-max-bulk-len": "2097152", "loglevel": "debug", "appendonly": "yes", "appendfsync": "always", "save": "",
+		"maxmemory-policy": "noeviction", "port": fmt.Sprint(n.Port), "dir": n.Dir} {
+		if got := configValue(t, c, name); got != want {
+			t.Errorf("CONFIG GET %s = %q, want %q", name, got, want)
+		}
+	}
+	do(t, c, "CONFIG", "SET", "maxmemory", "1")
+	if got := do(t, c, "XADD", "s", "*", "f", "v"); got != "-OOM command not allowed when used memory > 'maxmemory'.\r\n" {
+		t.Errorf("XADD after CONFIG SET maxmemory 1: %q", got)
+	}
+	if info := do(t, c, "INFO", "memory"); !strings.Contains(info, "\r\nmaxmemory:1\r\n") {
+		t.Errorf("INFO memory: %q", info)
+	}
+	if got := do(t, c, "CONFIG", "SET", "appendfsync", "everysec"); got != "-ERR CONFIG SET failed (possibly related to argument 'appendfsync') - can't set immutable config\r\n" {
+		t.Errorf("CONFIG SET appendfsync everysec: %q", got)
+	}
+}
+
+// configValue is CONFIG GET name's value.
+func configValue(t *testing.T, c *testkit.Conn, name string) string {
+	t.Helper()
+	v, err := wire.Parse([]byte(do(t, c, "CONFIG", "GET", name)))
+	kv, _ := v.([]any)
+	if err != nil || len(kv) != 2 {
+		t.Fatalf("CONFIG GET %s: %v %v", name, v, err)
+	}
+	return kv[1].(string)
+}
+
+// radixKeys is XINFO STREAM key's radix-tree-keys as the replica behind c
+// (READONLY) has it.
+func radixKeys(c *testkit.Conn, key string) string {
+	r, err := c.Do("XINFO", "STREAM", key)
+	if err != nil {
+		return err.Error()
+	}
+	v, err := wire.Parse(r)
+	kv, _ := v.([]any)
+	for i := 0; err == nil && i+1 < len(kv); i += 2 {
+		if kv[i] == "radix-tree-keys" {
+			return fmt.Sprint(kv[i+1])
+		}
+	}
+	return string(r)
+}
+
+// keyInShard returns a key of shard sh of a cluster of shards shards.
+func keyInShard(sh, shards int) string {
+	m := slots.NewMap(shards)
+	for i := 0; ; i++ {
+		if k := fmt.Sprintf("cfg:%d", i); m.Shard(slots.Of([]byte(k))) == sh {
+			return k
+		}
+	}
+}
+
+// TestReplicatedConfigOnEveryReplica: CONFIG SET of the engine's
+// parameters, sent to the leader of each shard (each node sets the shards it
+// leads, as each master of a Redis Cluster sets itself), goes through the
+// log: every replica of every shard applies it the same way (a stream's
+// nodes hold 7 entries on all three nodes), CONFIG GET on every node reports
+// it, and it survives a restart of the whole cluster, one shard having been
+// snapshotted before.
+func TestReplicatedConfigOnEveryReplica(t *testing.T) {
+	const shards = 2
+	nodes := startCluster(t, 3, shards)
+	addrs := addrsOf(nodes)
+	keys := []string{keyInShard(0, shards), keyInShard(1, shards)}
+	for _, k := range keys {
+		leader := leaderOfKey(t, addrs, k)
+		c := dial(t, leader)
+		if got := do(t, c, "CONFIG", "SET", "stream-node-max-entries", "7", "stream-idmp-maxsize", "42"); got != "+OK\r\n" {
+			t.Fatalf("CONFIG SET on %s: %q", leader, got)
+		}
+		for i := 1; i <= 20; i++ {
+			if got := do(t, c, "XADD", k, fmt.Sprintf("%d-1", i), "f", "v"); strings.HasPrefix(got, "-") {
+				t.Fatalf("XADD %s on %s: %q", k, leader, got)
+			}
+		}
+		if got := do(t, c, "RAFTSTREAM", "SNAPSHOT"); strings.HasPrefix(got, "-") {
+			t.Logf("RAFTSTREAM SNAPSHOT on %s: %q", leader, got)
+		}
+	}
+	check := func(stage string, keys ...string) {
+		t.Helper()
+		for _, n := range nodes {
+			c := dial(t, n.Addr)
+			do(t, c, "READONLY")
+			deadline := time.Now().Add(30 * time.Second)
+			for _, k := range keys {
+				// 20 entries in nodes of 7: 3 radix tree keys on every replica.
+				for got := radixKeys(c, k); got != "3"; got = radixKeys(c, k) {
+					if time.Now().After(deadline) {
+						t.Fatalf("%s: %s's replica of %s: radix-tree-keys %s, want 3", stage, n.Name, k, got)
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+			}
+			for name, want := range map[string]string{"stream-node-max-entries": "7", "stream-idmp-maxsize": "42",
+				"stream-node-max-bytes": "4096", "stream-idmp-duration": "100"} {
+				for got := configValue(t, c, name); got != want; got = configValue(t, c, name) {
+					if time.Now().After(deadline) {
+						t.Fatalf("%s: CONFIG GET %s on %s = %q, want %q", stage, name, n.Name, got, want)
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+			}
+		}
+	}
+	check("applied", keys...)
+	for _, n := range nodes {
+		n.Kill()
+	}
+	testkit.StartAll(t, nodes...)
+	check("after a restart", keys...)
+	// Streams made after the restart get the configuration too.
+	var fresh []string
+	for _, k := range keys {
+		k2 := "{" + k + "}:new"
+		c := dial(t, leaderOfKey(t, addrs, k2))
+		for i := 1; i <= 20; i++ {
+			do(t, c, "XADD", k2, fmt.Sprintf("%d-1", i), "f", "v")
+		}
+		fresh = append(fresh, k2)
+	}
+	check("new streams after the restart", fresh...)
+}
