@@ -182,10 +182,7 @@ func ParseBoundedInt(b []byte, lo, hi int64) (int64, string) {
 	if !ok {
 		return 0, "argument couldn't be parsed into an integer"
 	}
-	if v < lo || v > hi {
-		return 0, fmt.Sprintf("argument must be between %d and %d inclusive", lo, hi)
-	}
-	return v, ""
+	return v, outOfRange(v, lo, hi)
 }
 
 // memoryArg parses a memory parameter (ParseMemory) in [0, MaxInt64].
@@ -201,10 +198,15 @@ func ParseMemoryArg(b []byte, lo, hi uint64) (uint64, string) {
 	if !ok {
 		return 0, "argument must be a memory value"
 	}
+	return v, outOfRange(v, lo, hi)
+}
+
+// outOfRange is Redis's reason for a value outside [lo, hi], "" inside.
+func outOfRange[T int64 | uint64](v, lo, hi T) string {
 	if v < lo || v > hi {
-		return 0, fmt.Sprintf("argument must be between %d and %d inclusive", lo, hi)
+		return fmt.Sprintf("argument must be between %d and %d inclusive", lo, hi)
 	}
-	return v, ""
+	return ""
 }
 
 // HelpReply is the reply of a server command's HELP subcommand (Redis's

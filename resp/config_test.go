@@ -151,7 +151,12 @@ func TestConfigMatchesRedis(t *testing.T) {
 		{"CONFIG", "REWRITE"},
 		{"CONFIG", "NOSUCH"},
 	} {
-		if got, want := do(t, oc, cmd...), do(t, rc, cmd...); got != want {
+		got, want := do(t, oc, cmd...), do(t, rc, cmd...)
+		if cmd[1] == "GET" && len(cmd) > 2 {
+			// Redis's order is its hash table's: compare as maps.
+			got, want = fmtMap(configGet(t, oc, cmd[2])), fmtMap(configGet(t, rc, cmd[2]))
+		}
+		if got != want {
 			t.Errorf("%q:\n got %q\nwant %q", cmd, got, want)
 		}
 	}

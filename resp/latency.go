@@ -59,6 +59,13 @@ func (m *latencyMonitor) add(event string, ms, now int64) {
 	ts.next = (ts.next + 1) % latencySamples
 }
 
+// view runs fn with the events, by name in order, under the lock.
+func (m *latencyMonitor) view(fn func(names []string, events map[string]*latencySeries)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	fn(m.names(), m.events)
+}
+
 // names lists the events with samples, sorted.
 func (m *latencyMonitor) names() []string {
 	out := make([]string, 0, len(m.events))
@@ -81,48 +88,45 @@ func (ts *latencySeries) history() []latencySample {
 }
 
 func cmdLatencyLatest(s *Server, c *client, argv [][]byte) reply {
-	m := &s.lat
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	out := engine.Array{}
-	for _, n := range m.names() {
-		ts := m.events[n]
-		last := ts.samples[(ts.next+latencySamples-1)%latencySamples]
-		out = append(out, engine.Array{engine.Bulk(n), engine.Integer(last.at), engine.Integer(last.ms), engine.Integer(ts.max)})
-	}
+	s.lat.view(func(names []string, events map[string]*latencySeries) {
+		for _, n := range names {
+			ts := events[n]
+			last := ts.samples[(ts.next+latencySamples-1)%latencySamples]
+			out = append(out, engine.Array{engine.Bulk(n), engine.Integer(last.at), engine.Integer(last.ms), engine.Integer(ts.max)})
+		}
+	})
 	return out
 }
 
 func cmdLatencyHistory(s *Server, c *client, argv [][]byte) reply {
-	m := &s.lat
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	out := engine.Array{}
-	if ts := m.events[string(argv[2])]; ts != nil {
-		for _, smp := range ts.history() {
-			out = append(out, engine.Array{engine.Integer(smp.at), engine.Integer(smp.ms)})
+	s.lat.view(func(_ []string, events map[string]*latencySeries) {
+		if ts := events[string(argv[2])]; ts != nil {
+			for _, smp := range ts.history() {
+				out = append(out, engine.Array{engine.Integer(smp.at), engine.Integer(smp.ms)})
+			}
 		}
-	}
+	})
 	return out
 }
 
 // cmdLatencyReset implements LATENCY RESET [event ...]: the number of
 // events whose samples were dropped (names compared ignoring case).
 func cmdLatencyReset(s *Server, c *client, argv [][]byte) reply {
-	m := &s.lat
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	n := 0
-	for _, ev := range m.names() {
-		drop := len(argv) == 2
-		for _, a := range argv[2:] {
-			drop = drop || strings.EqualFold(string(a), ev)
+	s.lat.view(func(names []string, events map[string]*latencySeries) {
+		for _, ev := range names {
+			drop := len(argv) == 2
+			for _, a := range argv[2:] {
+				drop = drop || strings.EqualFold(string(a), ev)
+			}
+			if drop {
+				delete(events, ev)
+				n++
+			}
 		}
-		if drop {
-			delete(m.events, ev)
-			n++
-		}
-	}
+	})
 	return engine.Integer(n)
 }
 
