@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -129,6 +130,23 @@ func TestReplicatedConfigOnEveryReplica(t *testing.T) {
 		}
 	}
 	check("applied", keys...)
+	// INFO replication: each shard's leader lists the other two members
+	// with the applied index each reported.
+	leaderLine := regexp.MustCompile(`(?m)^shard(\d+):role=leader,term=\d+,commit_index=(\d+),applied_index=\d+,last_index=\d+,leader=\w+,followers=(\w+)@(\d+)/(\w+)@(\d+)\r$`)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		led := map[string]bool{}
+		for _, n := range nodes {
+			for _, m := range leaderLine.FindAllStringSubmatch(rawBulk(t, n.Addr, "INFO", "replication"), -1) {
+				led[m[1]] = true
+			}
+		}
+		if len(led) == shards {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("INFO replication of the leaders: %d of %d shards list both followers' applied index", len(led), shards)
+		}
+	}
 	for _, n := range nodes {
 		n.Kill()
 	}
@@ -145,4 +163,30 @@ func TestReplicatedConfigOnEveryReplica(t *testing.T) {
 		fresh = append(fresh, k2)
 	}
 	check("new streams after the restart", fresh...)
+}
+
+// TestInfoPersistenceCountsSnapshots: rdb_changes_since_last_save counts
+// the writes applied since the last Raft snapshot of the local shards, and
+// a snapshot (RAFTSTREAM SNAPSHOT) zeroes it and is counted as a save.
+func TestInfoPersistenceCountsSnapshots(t *testing.T) {
+	n := startNode(t, "")
+	c := dial(t, n.Addr)
+	do(t, c, "XADD", "s", "*", "f", "v")
+	if got := do(t, c, "RAFTSTREAM", "SNAPSHOT"); got != ":1\r\n" {
+		t.Fatalf("RAFTSTREAM SNAPSHOT: %q", got)
+	}
+	if got := infoField(t, n.Addr, "persistence", "rdb_changes_since_last_save"); got != 0 {
+		t.Errorf("rdb_changes_since_last_save after a snapshot: %d", got)
+	}
+	saves := infoField(t, n.Addr, "persistence", "rdb_saves")
+	for range 3 {
+		do(t, c, "XADD", "s", "*", "f", "v")
+	}
+	do(t, c, "XADD", "s", "0-1", "f", "v") // refused: changes nothing
+	if got := infoField(t, n.Addr, "persistence", "rdb_changes_since_last_save"); got != 3 {
+		t.Errorf("rdb_changes_since_last_save after 3 writes: %d", got)
+	}
+	if saves < 1 || infoField(t, n.Addr, "persistence", "rdb_last_save_time") < time.Now().Add(-time.Minute).Unix() {
+		t.Errorf("INFO persistence after a snapshot: %s", rawBulk(t, n.Addr, "INFO", "persistence"))
+	}
 }
