@@ -288,6 +288,14 @@ func (s *Server) infoPersistence(w infoWriter) {
 	ns := s.be.NodeLogStats()
 	w.kv("loading", 0)
 	w.kv("async_loading", 0)
+	// Snapshots are taken in process (copy-on-write listpacks), not by a
+	// forked child: no fork, no copy-on-write pages.
+	w.kv("current_cow_peak", 0)
+	w.kv("current_cow_size", 0)
+	w.kv("current_cow_size_age", 0)
+	w.kv("current_fork_perc", "0.00")
+	w.kv("current_save_keys_processed", 0)
+	w.kv("current_save_keys_total", 0)
 	w.kv("rdb_changes_since_last_save", changes)
 	w.kv("rdb_bgsave_in_progress", inProgress)
 	w.kv("rdb_last_save_time", lastSave)
@@ -295,6 +303,8 @@ func (s *Server) infoPersistence(w infoWriter) {
 	w.kv("rdb_last_bgsave_time_sec", lastSecs)
 	w.kv("rdb_current_bgsave_time_sec", curSecs)
 	w.kv("rdb_saves", saves)
+	w.kv("rdb_last_cow_size", 0)
+	w.kv("rdb_last_load_keys_expired", 0) // no key expires
 	w.kv("aof_enabled", 1)
 	w.kv("aof_rewrite_in_progress", 0)
 	w.kv("aof_rewrite_scheduled", 0)
@@ -302,9 +312,18 @@ func (s *Server) infoPersistence(w infoWriter) {
 	w.kv("aof_current_rewrite_time_sec", -1)
 	w.kv("aof_last_bgrewrite_status", "ok")
 	w.kv("aof_rewrites", 0)
+	w.kv("aof_rewrites_consecutive_failures", 0)
 	// Like Redis's aof_last_write_status: err once a local replica's Raft
 	// log store failed a write (that replica stopped).
 	w.kv("aof_last_write_status", logStatus)
+	w.kv("aof_last_cow_size", 0)
+	w.kv("module_fork_in_progress", 0)
+	w.kv("module_fork_last_cow_size", 0)
+	// Every write is fsynced before it is acknowledged: nothing is
+	// buffered or waiting for a background fsync.
+	w.kv("aof_pending_rewrite", 0)
+	w.kv("aof_buffer_length", 0)
+	w.kv("aof_pending_bio_fsync", 0)
 	w.kv("aof_delayed_fsync", 0)
 	w.kv("raft_log_fsync", 1)
 	w.kv("raft_log_last_write_status", logStatus)

@@ -38,6 +38,20 @@ func infoParse(t *testing.T, raw string) (headers []string, fields map[string]ma
 	return headers, fields
 }
 
+// infoOrder lists each section's field names in order.
+func infoOrder(raw string) map[string][]string {
+	out := map[string][]string{}
+	sec := ""
+	for _, l := range strings.Split(raw, "\r\n") {
+		if strings.HasPrefix(l, "# ") {
+			sec = strings.ToLower(l[2:])
+		} else if k, _, ok := strings.Cut(l, ":"); ok && sec != "" {
+			out[sec] = append(out[sec], k)
+		}
+	}
+	return out
+}
+
 // infoExtras are raftstream's own fields, documented in deploy/OPERATIONS.md.
 var infoExtras = regexp.MustCompile(`^(raftstream_version|go_version|raft_log_\w+|shard\d+|client_(query|output)_buffer_limit_disconnections)$`)
 
@@ -74,8 +88,26 @@ func TestInfoMatchesRedis(t *testing.T) {
 			do(t, c, cmd...)
 		}
 	}
-	_, got := infoParse(t, do(t, oc, "INFO", "everything"))
-	_, want := infoParse(t, do(t, rc, "INFO", "everything"))
+	rawGot, rawWant := do(t, oc, "INFO", "everything"), do(t, rc, "INFO", "everything")
+	_, got := infoParse(t, rawGot)
+	_, want := infoParse(t, rawWant)
+	// The fields both have come in the same order.
+	for sec, order := range infoOrder(rawGot) {
+		var ours, theirs []string
+		for _, k := range order {
+			if _, ok := want[sec][k]; ok && !strings.HasPrefix(sec, "cmd") {
+				ours = append(ours, k)
+			}
+		}
+		for _, k := range infoOrder(rawWant)[sec] {
+			if _, ok := got[sec][k]; ok {
+				theirs = append(theirs, k)
+			}
+		}
+		if sec != "commandstats" && sec != "errorstats" && sec != "latencystats" && strings.Join(ours, ",") != strings.Join(theirs, ",") {
+			t.Errorf("INFO %s field order:\n ours %v\nredis %v", sec, ours, theirs)
+		}
+	}
 	for sec, fs := range got {
 		for k := range fs {
 			if _, ok := want[sec][k]; !ok && !infoExtras.MatchString(k) && sec != "raft" && sec != "latencystats" {
