@@ -650,7 +650,28 @@ func (n *Node) ShardStatus(shard int) (ShardStatus, bool) {
 	if ls == nil {
 		return ShardStatus{}, false
 	}
-	return shardStatus(ls), true
+	st := shardStatus(ls)
+	if st.Role == "leader" {
+		st.Followers = n.followers(ls, shard)
+	}
+	return st, true
+}
+
+// followers lists the other members of the Raft group of shard, which ls
+// leads, with the applied index each last reported.
+func (n *Node) followers(ls *localShard, shard int) []FollowerStatus {
+	f := ls.s.Raft().GetConfiguration()
+	if f.Error() != nil {
+		return nil
+	}
+	var out []FollowerStatus
+	for _, srv := range f.Configuration().Servers {
+		if id := string(srv.ID); id != n.id {
+			a, ok := n.health.appliedOf(id, shard)
+			out = append(out, FollowerStatus{ID: id, Voter: srv.Suffrage == raft.Voter, Applied: a, Known: ok})
+		}
+	}
+	return out
 }
 
 // shardStatus is the Raft state of the local replica ls.

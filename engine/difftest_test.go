@@ -5,8 +5,8 @@ package engine_test
 // byte (RESP2, then RESP3 on a fresh keyspace).
 //
 // Script conventions (a command is a []string):
-//   - {"CONFIG", "SET", "stream-node-max-entries"|"stream-node-max-bytes", n}
-//     is sent to redis and applied to the engine's Config; not compared.
+//   - CONFIG SET of the stream-node-* parameters is a command like the
+//     others (the engine executes it: config.go), compared too.
 //   - a first element "!" runs the rest on both sides without comparing the
 //     replies (time-dependent replies such as XADD with "*").
 //   - a first element "@now" followed by a number sets the `now` (Unix ms)
@@ -84,27 +84,6 @@ func (d *diffSession) do(cmd []string) (want, got []byte, compare bool) {
 	}
 	if len(cmd) > 0 && cmd[0] == "!" {
 		cmd, compare = cmd[1:], false
-	}
-	if len(cmd) == 4 && strings.EqualFold(cmd[0], "CONFIG") && strings.EqualFold(cmd[1], "SET") {
-		r, err := d.conn.Do(cmd...)
-		if err != nil || string(r) != "+OK\r\n" {
-			d.t.Fatalf("redis %v: %q %v", cmd, r, err)
-		}
-		n, err := strconv.Atoi(cmd[3])
-		if err != nil {
-			d.t.Fatalf("bad config value %v", cmd)
-		}
-		cfg := d.e.Config()
-		switch strings.ToLower(cmd[2]) {
-		case "stream-node-max-entries":
-			cfg.NodeMaxEntries = n
-		case "stream-node-max-bytes":
-			cfg.NodeMaxBytes = n
-		default:
-			d.t.Fatalf("harness: unsupported config %v", cmd)
-		}
-		d.e.SetConfig(cfg)
-		return nil, nil, false
 	}
 	want, err := d.conn.Do(cmd...)
 	if err != nil {

@@ -31,10 +31,9 @@
 // state: time comes from the entry (now = max(entry timestamp, last applied
 // timestamp), persisted in snapshots), the entry encoding is canonical, and
 // an entry that fails to decode stops the replica (panic) rather than being
-// skipped. The FSM also executes two commands itself, through the log:
-// DEBUG RELOAD (a snapshot round trip of the engine on every replica) and
-// CONFIG SET stream-node-max-bytes / stream-node-max-entries (the engine
-// configuration is replicated state).
+// skipped. Every command in the log is the engine's, including CONFIG SET
+// of the engine's parameters (its configuration is replicated state) and
+// DEBUG RELOAD (a snapshot round trip of the engine on every replica).
 //
 // The log entry and snapshot formats are documented in codec.go and
 // snapshot.go; DESIGN.md explains the batching, read and failure choices.

@@ -29,9 +29,6 @@ type machine struct {
 	// Invariant: non-decreasing across applies, restarts (persisted in
 	// snapshots) and leaders, so engine time never runs backwards.
 	lastNow int64
-	// pendingSignals holds keys signalled by an engine that DEBUG RELOAD
-	// replaced before ApplyBatch could take them.
-	pendingSignals []string
 
 	// proposed maps the entries this replica proposed and has not seen
 	// answered (the address of their data's first byte) to the batches
@@ -46,6 +43,10 @@ type machine struct {
 	// it (apply goroutine only). No reply refers to a batch's slices (the
 	// engine copies what it keeps), so the arena is reset right after.
 	arena decodeArena
+
+	// saves is what INFO persistence reports (saves.go): local statistics,
+	// not replicated state.
+	saves saveStats
 }
 
 // rememberProposed records that data, about to be proposed, encodes b.
@@ -81,7 +82,9 @@ func (m *machine) batchOf(l *raft.Log) (*Batch, error) {
 var _ raft.BatchingFSM = (*machine)(nil)
 
 func newMachine(shard int, cfg engine.Config, notify func(int, []string), log *slog.Logger) *machine {
-	return &machine{shard: shard, notify: notify, log: log, eng: engine.New(cfg)}
+	m := &machine{shard: shard, notify: notify, log: log, eng: engine.New(cfg)}
+	m.saves.init()
+	return m
 }
 
 // Apply implements raft.FSM for a single entry.
@@ -111,12 +114,7 @@ func (m *machine) ApplyBatch(logs []*raft.Log) []any {
 		if b == &m.arena.batch {
 			m.arena.reset()
 		}
-		signaled := m.eng.TakeSignaled()
-		if len(m.pendingSignals) > 0 {
-			signaled = append(m.pendingSignals, signaled...)
-			m.pendingSignals = nil
-		}
-		for _, k := range signaled {
+		for _, k := range m.eng.TakeSignaled() {
 			if seen == nil {
 				seen = make(map[string]struct{})
 			}
@@ -141,22 +139,24 @@ func (m *machine) applyLocked(b *Batch) [][]engine.Reply {
 		return nil
 	}
 	res := make([][]engine.Reply, len(b.Units))
+	var changes uint64
 	for i, u := range b.Units {
 		replies := make([]engine.Reply, len(u))
 		for j, argv := range u {
 			replies[j] = m.execLocked(now, argv)
+			if _, failed := replies[j].(*engine.Error); !failed {
+				changes++
+			}
 		}
 		res[i] = replies
 	}
+	m.saves.changes.Add(changes)
 	return res
 }
 
-// execLocked runs one command: the FSM's own log commands (special.go) or
-// the engine's.
+// execLocked runs one command. Every log command is the engine's (CONFIG SET
+// and DEBUG RELOAD included): one registry lookup per command.
 func (m *machine) execLocked(now int64, argv [][]byte) engine.Reply {
-	if r, ok := m.special(argv); ok {
-		return r
-	}
 	if execHook != nil {
 		if r, ok := execHook(m.eng, now, argv); ok {
 			return r
@@ -176,7 +176,8 @@ func (m *machine) Snapshot() (raft.FSMSnapshot, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	es := snapshotEngine(m.eng)
-	return &fsmSnapshot{hdr: snapshotHeader{LastNow: m.lastNow, Shard: m.shard, Engine: m.eng.Config()}, eng: es}, nil
+	return &fsmSnapshot{hdr: snapshotHeader{LastNow: m.lastNow, Shard: m.shard, Engine: m.eng.Config()}, eng: es,
+		save: m.saves.begin()}, nil
 }
 
 // Restore implements raft.FSM: it replaces the engine and lastNow with the
@@ -189,6 +190,7 @@ func (m *machine) Restore(rc io.ReadCloser) error {
 	}
 	m.mu.Lock()
 	m.eng, m.lastNow = eng, hdr.LastNow
+	m.saves.restored()
 	m.mu.Unlock()
 	return nil
 }

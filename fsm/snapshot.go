@@ -52,8 +52,9 @@ type engineSnapshot interface {
 
 // fsmSnapshot is a raft.FSMSnapshot: header plus the engine's view.
 type fsmSnapshot struct {
-	hdr snapshotHeader
-	eng engineSnapshot
+	hdr  snapshotHeader
+	eng  engineSnapshot
+	save *pendingSave // nil in tests that build one by hand
 }
 
 // writeTo writes the whole snapshot payload.
@@ -74,13 +75,16 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	}
 	if err != nil {
 		_ = sink.Cancel()
+		s.save.persisted(err)
 		return fmt.Errorf("fsm: persist snapshot: %w", err)
 	}
-	return sink.Close()
+	err = sink.Close()
+	s.save.persisted(err)
+	return err
 }
 
 // Release implements raft.FSMSnapshot.
-func (s *fsmSnapshot) Release() {}
+func (s *fsmSnapshot) Release() { s.save.release() }
 
 var errBadSnapshot = errors.New("fsm: bad snapshot")
 

@@ -37,6 +37,9 @@ type Stats struct {
 	// NodeLogSegmentsHeld is what Shard.NodeLogSegmentsHeld returns: the
 	// node log segments the replica's Raft log keeps from being deleted.
 	NodeLogSegmentsHeld int
+	// Saves describes the replica's snapshots as INFO persistence reports
+	// them (saves.go).
+	Saves SaveStats
 }
 
 // batchBounds are the bounds of BatchCommands: 1..16384 commands, doubling.
@@ -115,6 +118,7 @@ func (s *Shard) Stats() Stats {
 		SnapshotSeconds: s.stats.snapshot.Snapshot(),
 
 		NodeLogSegmentsHeld: s.NodeLogSegmentsHeld(),
+		Saves:               s.m.saves.report(),
 	}
 	if err := s.StorageFault(); err != nil {
 		st.StorageFault = err.Error()

@@ -47,15 +47,6 @@ func (s *Server) classify(argv [][]byte) request {
 	return r
 }
 
-// name is the request's table name, "unknown" when the lookup failed (the
-// name command metrics count it under).
-func (r *request) name() string {
-	if r.cmd == nil {
-		return "unknown"
-	}
-	return r.cmd.Name
-}
-
 // engineCmd reports whether the engine executes the request.
 func (r *request) engineCmd() bool {
 	return r.cmd != nil && (r.cmd.Kind == command.KindWrite || r.cmd.Kind == command.KindRead)
@@ -131,22 +122,31 @@ func (s *Server) exec(c *client, r *request) reply {
 // transaction, or admits and executes it, and writes its reply.
 func (s *Server) runOne(c *client, r *request, start time.Time) {
 	var rep reply
+	ran := false
 	if c.multi != nil && !r.endsMulti() {
 		rep = s.multiQueue(c, r)
 	} else if er := s.admit(c, r); er != nil {
 		rep = er
 	} else {
 		c.publish()
-		rep = s.exec(c, r)
+		rep, ran = s.exec(c, r), true
 	}
 	c.publish()
-	if !r.block {
-		s.cmdm.observe(r.name(), start)
+	raw, forwarded := s.maybeForward(c, rep, s.forwardUnit(c, r.argv), r.block)
+	switch {
+	case !ran:
+		if _, isErr := rep.(*engine.Error); isErr {
+			s.refused(r, rep)
+		}
+	case forwarded:
+		s.answered(c, r.cmd, r.argv, s.took(r, start), nil)
+	default:
+		s.answered(c, r.cmd, r.argv, s.took(r, start), rep)
 	}
 	if rep == nil {
 		return
 	}
-	if raw, ok := s.maybeForward(c, rep, s.forwardUnit(c, r.argv), r.block); ok {
+	if forwarded {
 		if r.cmd != nil && r.cmd.Kind != command.KindRead {
 			c.noteForwarded() // a write, or EXEC
 		}
@@ -154,4 +154,13 @@ func (s *Server) runOne(c *client, r *request, start time.Time) {
 	} else {
 		c.write(rep, c.proto)
 	}
+}
+
+// took is how long r took since start; -1 for a blocked read, whose time
+// is mostly spent waiting (not timed).
+func (s *Server) took(r *request, start time.Time) time.Duration {
+	if r.block {
+		return -1
+	}
+	return time.Since(start)
 }

@@ -26,6 +26,16 @@
 //
 // The server never implements stream semantics: the engine does.
 //
+// # Configuration and diagnostics
+//
+// CONFIG has one table of parameters (config.go): per node ones apply at
+// once, the connection limits (limits.go) to the connections already open;
+// the engine's are proposed through the log of every shard this node leads.
+// Every command answered is recorded in one place (observe.go): calls,
+// durations and errors for /metrics and INFO commandstats, errorstats and
+// latencystats (metrics_cmds.go), the slow log (slowlog.go) and the latency
+// monitor (latency.go).
+//
 // # Pipelining
 //
 // A connection's pipelined commands are taken together (pipeline.go):

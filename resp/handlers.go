@@ -37,7 +37,12 @@ func localHandlers() map[string]localFunc {
 		"multi": cmdMulti, "exec": cmdExec, "discard": cmdDiscard, "unwatch": cmdUnwatch,
 		// server
 		"time": cmdTime, "wait": cmdWait, "waitaof": cmdWaitAOF, "info": cmdInfo, "debug": cmdDebug,
+		// configuration and diagnostics (config.go, slowlog.go, latency.go)
 		"config|get": cmdConfigGet, "config|set": cmdConfigSet, "config|resetstat": cmdConfigResetStat,
+		"config|rewrite": cmdConfigRewrite, "config|help": cmdConfigHelp,
+		"slowlog|get": cmdSlowlogGet, "slowlog|len": cmdSlowlogLen, "slowlog|reset": cmdSlowlogReset, "slowlog|help": cmdSlowlogHelp,
+		"latency|latest": cmdLatencyLatest, "latency|history": cmdLatencyHistory, "latency|reset": cmdLatencyReset,
+		"latency|doctor": cmdLatencyDoctor, "latency|help": cmdLatencyHelp,
 		"function|flush": cmdFunctionFlush, "function|list": cmdFunctionList,
 		// keyspace fan-out (keyspace.go)
 		"scan": cmdScan, "keys": cmdKeys, "dbsize": cmdDBSize, "flushall": cmdFlushAll, "flushdb": cmdFlushAll,

@@ -278,6 +278,9 @@ func (b *bufLimits) outputLimitString() string {
 // applying it, or Redis's error.
 func (b *bufLimits) setOutputLimit(v string) (func(), *errReply) {
 	bad := errorf("ERR CONFIG SET failed (possibly related to argument 'client-output-buffer-limit') - Wrong number of arguments in buffer limit configuration.")
+	if v == "" {
+		return func() {}, nil // no class: nothing changes, as in Redis
+	}
 	f := strings.Fields(v)
 	if len(f) == 0 || len(f)%4 != 0 {
 		return nil, bad
@@ -330,14 +333,11 @@ func (b *bufLimits) set(name, v string) (func(), *errReply) {
 
 // setQueryLimit parses CONFIG SET client-query-buffer-limit's value.
 func (b *bufLimits) setQueryLimit(v string) (func(), *errReply) {
-	n, ok := parseMemory(v)
-	if !ok {
-		return nil, errorf("ERR CONFIG SET failed (possibly related to argument 'client-query-buffer-limit') - argument must be a memory value")
+	n, why := engine.ParseMemoryArg([]byte(v), minQueryBufferLimit, math.MaxInt64)
+	if why != "" {
+		return nil, engine.ConfigFailed("client-query-buffer-limit", why)
 	}
-	if n < minQueryBufferLimit {
-		return nil, errorf("ERR CONFIG SET failed (possibly related to argument 'client-query-buffer-limit') - argument must be between %d and 9223372036854775807 inclusive", minQueryBufferLimit)
-	}
-	return func() { b.query.Store(n) }, nil
+	return func() { b.query.Store(int64(n)) }, nil
 }
 
 // readRunBounded runs a run of plain reads on one shard like readUnit, but

@@ -50,7 +50,8 @@ func TestHostileClients(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { _ = s.Serve(LimitListener(ln, Limits{MaxClients: 20000}, nil)) }()
+	s.SetLimits(Limits{MaxClients: 20000})
+	go func() { _ = s.Serve(ln) }()
 	t.Cleanup(func() { _ = s.Shutdown(t.Context()) })
 	addr := ln.Addr().String()
 	good := dial(t, addr)

@@ -70,7 +70,8 @@ func TestMaxClients(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
-	go func() { _ = s.Serve(LimitListener(ln, Limits{MaxClients: 2}, nil)) }()
+	s.SetLimits(Limits{MaxClients: 2})
+	go func() { _ = s.Serve(ln) }()
 	t.Cleanup(func() { _ = s.Shutdown(t.Context()) })
 	a, b := dial(t, addr), dial(t, addr)
 	do(t, a, "PING")
@@ -108,7 +109,8 @@ func TestIdleTimeoutClosesIdleClients(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { _ = s.Serve(LimitListener(ln, Limits{IdleTimeout: 300 * time.Millisecond}, nil)) }()
+	s.SetLimits(Limits{IdleTimeout: 300 * time.Millisecond})
+	go func() { _ = s.Serve(ln) }()
 	t.Cleanup(func() { _ = s.Shutdown(t.Context()) })
 	addr := ln.Addr().String()
 	busy, idle := dial(t, addr), dial(t, addr)
@@ -143,7 +145,8 @@ func TestSlowReaderDisconnected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { _ = s.Serve(LimitListener(ln, Limits{WriteTimeout: 300 * time.Millisecond}, nil)) }()
+	s.SetLimits(Limits{WriteTimeout: 300 * time.Millisecond})
+	go func() { _ = s.Serve(ln) }()
 	t.Cleanup(func() { _ = s.Shutdown(t.Context()) })
 	addr := ln.Addr().String()
 	w := dial(t, addr)
@@ -218,7 +221,9 @@ func (c *deadlineCounter) Write(p []byte) (int, error)        { return len(p), n
 func TestWriteDeadlineMovedRarely(t *testing.T) {
 	dc := &deadlineCounter{}
 	const timeout = 10 * time.Second
-	c := &limitConn{Conn: dc, lim: Limits{WriteTimeout: timeout}}
+	lim := &connLimits{}
+	lim.write.Store(int64(timeout))
+	c := &limitConn{Conn: dc, lim: lim}
 	for range 1000 {
 		start := time.Now()
 		if _, err := c.Write([]byte("+OK\r\n")); err != nil {

@@ -22,7 +22,7 @@ func TestCmdMetricsNames(t *testing.T) {
 			r.argv = append(r.argv, []byte(f))
 		}
 		r.cmd, r.err = command.Lookup(r.argv)
-		m.observe(r.name(), start)
+		m.observe(r.cmd, start)
 	}
 	sc := admin.NewScrape()
 	m.collect(sc)
@@ -43,9 +43,10 @@ func TestCmdMetricsNames(t *testing.T) {
 func BenchmarkCmdMetricsObserve(b *testing.B) {
 	m := newCmdMetrics()
 	start := time.Now()
+	xadd := command.Get("xadd")
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			m.observe("xadd", start)
+			m.observe(xadd, start)
 		}
 	})
 }

@@ -139,6 +139,7 @@ func cmdExec(s *Server, c *client, _ [][]byte) reply {
 		}
 		out = append(out, r)
 	}
+	s.execAnswered(c, m.cmds, m.queue, out)
 	return out
 }
 

@@ -45,8 +45,8 @@ type pending struct {
 	slot  int
 	proto int
 	argv  [][]byte
-	sem   chan struct{} // the shard's in-flight permits; the unit's first command holds one
-	name  string        // table name and start time, for command metrics
+	sem   chan struct{}    // the shard's in-flight permits; the unit's first command holds one
+	cmd   *command.Command // table row and start time, for command metrics
 	start time.Time
 }
 
@@ -54,7 +54,7 @@ type pending struct {
 type pendingRead struct {
 	argv        [][]byte
 	shard, slot int
-	name        string // table name and start time, for command metrics
+	cmd         *command.Command // table row and start time, for command metrics
 	start       time.Time
 }
 
@@ -123,7 +123,7 @@ func (s *Server) runPipeline(c *client, argvs [][][]byte) {
 			if er := s.admit(c, &r); er == nil {
 				if r.cmd.Kind == command.KindRead {
 					p.flushWrites() // a read sees the connection's earlier writes
-					p.reads = append(p.reads, pendingRead{argv: argv, shard: r.shard, slot: r.slot, name: r.cmd.Name, start: start})
+					p.reads = append(p.reads, pendingRead{argv: argv, shard: r.shard, slot: r.slot, cmd: r.cmd, start: start})
 				} else {
 					p.flushReads() // and a write never overtakes an earlier read
 					p.addWrite(&r, start)
@@ -151,7 +151,7 @@ func (p *pipeline) addWrite(r *request, start time.Time) {
 		p.submitRun()
 	}
 	p.runShard, p.runBytes = r.shard, p.runBytes+size
-	p.run = append(p.run, pending{shard: r.shard, slot: r.slot, proto: p.c.proto, argv: r.argv, name: r.cmd.Name, start: start})
+	p.run = append(p.run, pending{shard: r.shard, slot: r.slot, proto: p.c.proto, argv: r.argv, cmd: r.cmd, start: start})
 }
 
 // submitRun proposes the run as one unit.
@@ -204,12 +204,12 @@ func (p *pipeline) answerWrites() {
 		rs      []engine.Reply // lastFut's outcome
 		rerr    error
 		end     time.Time
-		obs     pending // the commands counted together: name, start
+		obs     pending // the commands counted together: cmd, start
 		obsN    int
 	)
 	observe := func() {
 		if obsN > 0 {
-			s.cmdm.observeN(obs.name, end.Sub(obs.start), obsN)
+			s.cmdm.observeN(obs.cmd, end.Sub(obs.start), obsN)
 			obsN = 0
 		}
 	}
@@ -224,19 +224,21 @@ func (p *pipeline) answerWrites() {
 			}
 		}
 		r := s.unitReply(rs, rerr, w.slot, w.idx, w.n)
-		if obsN > 0 && (w.name != obs.name || !w.start.Equal(obs.start)) {
+		if obsN > 0 && (w.cmd != obs.cmd || !w.start.Equal(obs.start)) {
 			observe()
 		}
-		obs.name, obs.start = w.name, w.start
+		obs.cmd, obs.start = w.cmd, w.start
 		obsN++
 		if w.sem != nil {
 			<-w.sem
 		}
 		if raw, ok := s.maybeForward(c, r, [][][]byte{w.argv}, false); ok {
 			c.noteForwarded()
+			s.afterReply(c, w.cmd, w.argv, end.Sub(w.start), nil)
 			c.writeRaw(raw)
 			continue
 		}
+		s.afterReply(c, w.cmd, w.argv, end.Sub(w.start), r)
 		c.write(r, w.proto)
 	}
 	observe()
@@ -268,14 +270,15 @@ func (p *pipeline) flushReads() {
 				c.dropForOutput() // not run: past the output limit
 				break
 			}
-			s.cmdm.observe(r.name, r.start)
 			rep := er
 			if er == nil {
 				rep = out[k]
 			}
 			if raw, ok := s.maybeForward(c, rep, [][][]byte{r.argv}, false); ok {
+				s.answered(c, r.cmd, r.argv, time.Since(r.start), nil)
 				c.writeRaw(raw)
 			} else {
+				s.answered(c, r.cmd, r.argv, time.Since(r.start), rep)
 				c.write(rep, c.proto)
 			}
 		}

@@ -25,10 +25,6 @@ type (
 
 func errorf(format string, args ...any) *errReply { return engine.Errorf(format, args...) }
 
-// Version is the Redis version raftstream reports (HELLO, INFO): the Redis
-// release whose behaviour it follows.
-const Version = "7.0.15"
-
 // Config configures a Server.
 type Config struct {
 	// RequirePass, when set, makes every connection authenticate (AUTH or
@@ -60,6 +56,10 @@ type Config struct {
 	Port int
 	// Bind and Dir are reported by CONFIG GET.
 	Bind, Dir string
+	// LogLevel, when set, is the level of the node's logger, which CONFIG
+	// SET loglevel changes (config.go). Nil: the level is reported but
+	// changes nothing.
+	LogLevel *slog.LevelVar
 }
 
 // DefaultConfig returns Redis's defaults.
@@ -82,15 +82,18 @@ type Server struct {
 
 	mu      sync.Mutex
 	clients map[int64]*client
-	conf    map[string]string // local CONFIG SET values
 
-	acl      *acl.Store               // users (acl.go)
-	aclLog   acl.Log                  // ACL LOG
-	aclSync  aclSync                  // replay of replicated ACL changes (acl_repl.go)
-	mem      atomic.Pointer[memWatch] // maxmemory verdict (limits.go); nil = no limit
-	buf      bufLimits                // client query/output buffer limits (limits_buf.go)
-	fwd      *forwarder               // nil unless Config.Forwarding
-	sem      []chan struct{}          // per shard: pipelined writes in flight (MaxInFlight)
+	acl      *acl.Store      // users (acl.go)
+	aclLog   acl.Log         // ACL LOG
+	aclSync  aclSync         // replay of replicated ACL changes (acl_repl.go)
+	conns    connLimits      // live connection limits (limits.go)
+	mem      memWatch        // maxmemory verdict (limits.go)
+	buf      bufLimits       // client query/output buffer limits (limits_buf.go)
+	maxBulk  atomic.Int64    // proto-max-bulk-len in force
+	slow     slowLog         // SLOWLOG (slowlog.go)
+	lat      latencyMonitor  // LATENCY (latency.go)
+	fwd      *forwarder      // nil unless Config.Forwarding
+	sem      []chan struct{} // per shard: pipelined writes in flight (MaxInFlight)
 	waiters  *waiters
 	nBlocked atomic.Int64 // connections currently waiting in a blocking read
 	cmdm     *cmdMetrics  // per-command counts and latencies (metrics_cmds.go)
@@ -125,10 +128,16 @@ func New(be Backend, cfg Config) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if cfg.LogLevel == nil {
+		cfg.LogLevel = new(slog.LevelVar)
+	}
 	s := &Server{cfg: cfg, be: be, log: log, started: time.Now(), clients: map[int64]*client{},
-		conf: map[string]string{}, waiters: newWaiters(), drained: make(chan struct{})}
+		waiters: newWaiters(), drained: make(chan struct{})}
 	s.acl = acl.NewStore(cfg.RequirePass)
 	s.buf.init(log.Warn)
+	s.conns.init()
+	s.slow.init()
+	s.maxBulk.Store(cfg.ProtoMaxBulkLen)
 	if cfg.Forwarding {
 		s.fwd = newForwarder(cfg.RequirePass)
 	}
@@ -141,14 +150,15 @@ func New(be Backend, cfg Config) *Server {
 	return s
 }
 
-// Serve accepts connections on ln until Shutdown or Close. It returns nil
-// after a shutdown.
+// Serve accepts connections on ln until Shutdown or Close, with the server's
+// connection limits (SetLimits) applied to them. It returns nil after a
+// shutdown.
 func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
 	s.rs = &connServer{open: s.accept, serve: s.serve, closed: s.closed, reader: s.newReader, conns: map[*conn]bool{}}
 	rs := s.rs
 	s.mu.Unlock()
-	ln = outListener{Listener: ln, lim: &s.buf}
+	ln = outListener{Listener: &limitListener{Listener: ln, lim: &s.conns}, lim: &s.buf}
 	return rs.Serve(&drainListener{Listener: ln, drained: s.drained})
 }
 
@@ -156,8 +166,8 @@ func (s *Server) Serve(ln net.Listener) error {
 // limits: proto-max-bulk-len and client-query-buffer-limit.
 func (s *Server) newReader(nc net.Conn) *wire.Reader {
 	return wire.NewReader(nc, wire.Limits{
-		MaxBulk:   s.cfg.ProtoMaxBulkLen,
-		QueryOver: func(pending int64) bool { return s.buf.queryOver(pending, nc) },
+		MaxBulkLive: &s.maxBulk,
+		QueryOver:   func(pending int64) bool { return s.buf.queryOver(pending, nc) },
 	})
 }
 

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -73,7 +74,7 @@ func importCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "raftstream import: --from host:port is required (the Redis to copy from)")
 		return 2
 	}
-	log, err := newLogger(*logLevel, "text", stderr)
+	log, err := newLogger(*logLevel, "text", stderr, new(slog.LevelVar))
 	if err != nil {
 		fmt.Fprintln(stderr, "raftstream import:", err)
 		return 2

@@ -203,7 +203,8 @@ func run(args []string) error {
 	}
 
 	// 2. Make the logger every component receives.
-	log, err := newLogger(o.logLevel, o.logFormat, os.Stderr)
+	logLevel := new(slog.LevelVar)
+	log, err := newLogger(o.logLevel, o.logFormat, os.Stderr, logLevel)
 	if err != nil {
 		return err
 	}
@@ -278,6 +279,7 @@ func run(args []string) error {
 	rcfg.ClusterMode = (o.bootstrapExpect > 1 || o.join != "") && !o.forwarding
 	rcfg.Forwarding = o.forwarding
 	rcfg.Logger = log
+	rcfg.LogLevel = logLevel
 	rcfg.Port, rcfg.Bind, rcfg.Dir = o.port, o.bind, o.dir
 	srv := resp.New(node, rcfg)
 	if err := applySecurity(srv, &o.sec); err != nil {
@@ -383,8 +385,9 @@ func clusterConfig(o *options, log *slog.Logger) cluster.Config {
 	return c
 }
 
-func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
-	var lv slog.Level
+// newLogger makes the node's logger; its level is lv, which CONFIG SET
+// loglevel changes at run time.
+func newLogger(level, format string, w io.Writer, lv *slog.LevelVar) (*slog.Logger, error) {
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level %q: %v", level, err)
 	}

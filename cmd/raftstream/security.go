@@ -62,8 +62,8 @@ func checkProtectedMode(bind, requirepass string, o *securityOptions) error {
 }
 
 // listenClients opens the plaintext port (when port > 0) and the TLS port
-// (when --tls-port is set) and returns one listener for both, with the
-// connection limits applied.
+// (when --tls-port is set) and returns one listener for both (the server
+// applies its connection limits to what it accepts: applySecurity).
 func listenClients(bind string, port int, o *securityOptions) (net.Listener, error) {
 	var lns []net.Listener
 	closeAll := func() {
@@ -71,14 +71,12 @@ func listenClients(bind string, port int, o *securityOptions) (net.Listener, err
 			_ = l.Close()
 		}
 	}
-	lim := resp.Limits{MaxClients: o.maxClients, IdleTimeout: o.timeout, WriteTimeout: o.outputTimeout}
-	shared := &resp.ConnCounter{}
 	if port > 0 || o.tlsPort == 0 {
 		ln, err := net.Listen("tcp", net.JoinHostPort(bind, strconv.Itoa(port)))
 		if err != nil {
 			return nil, err
 		}
-		lns = append(lns, resp.LimitListener(ln, lim, shared))
+		lns = append(lns, ln)
 	}
 	if o.tlsPort > 0 {
 		cfg, err := resp.ServerTLSConfig(resp.TLSOptions{CertFile: o.tlsCert, KeyFile: o.tlsKey, CAFile: o.tlsCA, AuthClients: o.tlsAuthClts})
@@ -91,7 +89,7 @@ func listenClients(bind string, port int, o *securityOptions) (net.Listener, err
 			closeAll()
 			return nil, err
 		}
-		lns = append(lns, resp.TLSListener(resp.LimitListener(ln, lim, shared), cfg))
+		lns = append(lns, resp.TLSListener(ln, cfg))
 	}
 	if len(lns) == 0 {
 		return nil, errors.New("no client port")
@@ -134,7 +132,7 @@ func applySecurity(srv *resp.Server, o *securityOptions) error {
 			return fmt.Errorf("--aclfile: %w", err)
 		}
 	}
-	srv.SetLimits(resp.Limits{MaxMemory: o.maxMemory})
+	srv.SetLimits(resp.Limits{MaxClients: o.maxClients, IdleTimeout: o.timeout, WriteTimeout: o.outputTimeout, MaxMemory: o.maxMemory})
 	srv.ReplicateACL()
 	return nil
 }

@@ -32,10 +32,11 @@ func TestEngineExecutesWhatTheTableRoutesToIt(t *testing.T) {
 	}
 	sort.Strings(unreachable)
 	// The keyspace fan-out commands run on every shard's engine from the
-	// server's own handlers (KindLocal rows).
-	want := []string{"dbsize", "flushall", "flushdb", "keys", "scan"}
+	// server's own handlers (KindLocal rows), which also propose the
+	// replicated CONFIG SET and DEBUG RELOAD to every shard they lead.
+	want := []string{"config", "dbsize", "debug", "flushall", "flushdb", "keys", "scan"}
 	if strings.Join(unreachable, " ") != strings.Join(want, " ") {
-		t.Errorf("engine commands not routed by the table: %v, want exactly the fan-out commands %v", unreachable, want)
+		t.Errorf("engine commands not routed by the table: %v, want exactly the fan-out and replicated server commands %v", unreachable, want)
 	}
 }
 

@@ -152,6 +152,26 @@ func init() {
 		&Command{Name: "get", Arity: -3, Flags: fAdm, Categories: "@admin @slow @dangerous", Kind: KindLocal, Group: "server", Since: "2.0.0", Summary: "Returns the effective values of configuration parameters."},
 		&Command{Name: "set", Arity: -4, Flags: fAdm, Categories: "@admin @slow @dangerous", Tips: []string{"request_policy:all_nodes", "response_policy:all_succeeded"}, Kind: KindLocal, Group: "server", Since: "2.0.0", Summary: "Sets configuration parameters in-flight."},
 		&Command{Name: "resetstat", Arity: 2, Flags: fAdm, Categories: "@admin @slow @dangerous", Kind: KindLocal, Group: "server", Since: "2.0.0", Summary: "Resets the server's statistics."},
+		&Command{Name: "rewrite", Arity: 2, Flags: fAdm, Categories: "@admin @slow @dangerous", Kind: KindLocal, Group: "server", Since: "2.8.0", Summary: "Persists the effective configuration to file."},
+		&Command{Name: "help", Arity: 2, Flags: fHelp, Categories: "@slow", Kind: KindLocal, Group: "server", Since: "5.0.0", Summary: "Returns helpful text about the different subcommands."},
+	)
+	// SLOWLOG and LATENCY (per node: resp/slowlog.go, resp/latency.go).
+	fSlow := FlagAdmin | FlagLoading | FlagStale
+	slowlog := add(&Command{Name: "slowlog", Arity: -2, Categories: "@slow", Group: "server", Since: "2.2.12", Summary: "A container for slow log commands."})
+	sub(slowlog,
+		&Command{Name: "get", Arity: -2, Flags: fSlow, Categories: "@admin @slow @dangerous", Tips: []string{"request_policy:all_nodes", "nondeterministic_output"}, Kind: KindLocal, Group: "server", Since: "2.2.12", Summary: "Returns the slow log's entries."},
+		&Command{Name: "len", Arity: 2, Flags: fSlow, Categories: "@admin @slow @dangerous", Tips: []string{"request_policy:all_nodes", "response_policy:agg_sum", "nondeterministic_output"}, Kind: KindLocal, Group: "server", Since: "2.2.12", Summary: "Returns the number of entries in the slow log."},
+		&Command{Name: "reset", Arity: 2, Flags: fSlow, Categories: "@admin @slow @dangerous", Tips: []string{"request_policy:all_nodes", "response_policy:all_succeeded"}, Kind: KindLocal, Group: "server", Since: "2.2.12", Summary: "Clears all entries from the slow log."},
+		&Command{Name: "help", Arity: 2, Flags: fHelp, Categories: "@slow", Kind: KindLocal, Group: "server", Since: "6.2.0", Summary: "Show helpful text about the different subcommands"},
+	)
+	latency := add(&Command{Name: "latency", Arity: -2, Categories: "@slow", Group: "server", Since: "2.8.13", Summary: "A container for latency diagnostics commands."})
+	latTips := []string{"nondeterministic_output", "request_policy:all_nodes", "response_policy:special"}
+	sub(latency,
+		&Command{Name: "latest", Arity: 2, Flags: fAdm, Categories: "@admin @slow @dangerous", Tips: latTips, Kind: KindLocal, Group: "server", Since: "2.8.13", Summary: "Returns the latest latency samples for all events."},
+		&Command{Name: "history", Arity: 3, Flags: fAdm, Categories: "@admin @slow @dangerous", Tips: latTips, Kind: KindLocal, Group: "server", Since: "2.8.13", Summary: "Returns timestamp-latency samples for an event."},
+		&Command{Name: "reset", Arity: -2, Flags: fAdm, Categories: "@admin @slow @dangerous", Tips: []string{"request_policy:all_nodes", "response_policy:all_succeeded"}, Kind: KindLocal, Group: "server", Since: "2.8.13", Summary: "Resets the latency data for one or more events."},
+		&Command{Name: "doctor", Arity: 2, Flags: fAdm, Categories: "@admin @slow @dangerous", Tips: latTips, Kind: KindLocal, Group: "server", Since: "2.8.13", Summary: "Returns a human-readable latency analysis report."},
+		&Command{Name: "help", Arity: 2, Flags: fHelp, Categories: "@slow", Kind: KindLocal, Group: "server", Since: "2.8.13", Summary: "Returns helpful text about the different subcommands."},
 	)
 	function := add(&Command{Name: "function", Arity: -2, Categories: "@slow", Group: "scripting", Since: "7.0.0", Summary: "A container for function commands."})
 	sub(function,

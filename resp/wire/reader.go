@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"sync/atomic"
 
 	"github.com/raftstream/raftstream/engine"
 )
@@ -65,6 +66,10 @@ type Limits struct {
 	// MaxBulk is the largest accepted bulk (proto-max-bulk-len); <= 0
 	// means 512 MiB, Redis's default.
 	MaxBulk int64
+	// MaxBulkLive, when set, is read at every bulk header instead of
+	// MaxBulk: the caller may change the limit at run time (CONFIG SET
+	// proto-max-bulk-len) for the connections already open.
+	MaxBulkLive *atomic.Int64
 	// QueryOver, when set, is asked with the size of a command still being
 	// received each time it grows; true ends the connection
 	// (ErrQueryLimit). The caller owns the limit, which may change at run
@@ -108,6 +113,14 @@ const (
 	// from one call to the next.
 	maxKeptCmds = 1024
 )
+
+// maxBulk is the bulk length limit in force.
+func (rd *Reader) maxBulk() int64 {
+	if rd.lim.MaxBulkLive != nil {
+		return rd.lim.MaxBulkLive.Load()
+	}
+	return rd.lim.MaxBulk
+}
 
 // NewReader returns a reader of requests from r.
 func NewReader(r io.Reader, lim Limits) *Reader {
@@ -325,7 +338,7 @@ func (rd *Reader) parseMultibulk(b []byte, off int) (end, n int, err error) {
 				break
 			}
 			size, ok := engine.ParseInt(line[1:])
-			if !ok || size < 0 || size > rd.lim.MaxBulk {
+			if !ok || size < 0 || size > rd.maxBulk() {
 				return 0, 0, errBulkLength
 			}
 			rd.bulk, i = int(size), next

@@ -11,8 +11,9 @@ import (
 	"github.com/raftstream/raftstream/resp"
 )
 
-// TestConfigSetMatchesRedis: the replicated CONFIG SET answers byte for byte
-// as redis-server does and leaves the same configuration behind.
+// TestConfigSetMatchesRedis: the replicated CONFIG SET, applied from the log
+// (engine/config.go), answers byte for byte as redis-server does and leaves
+// the same configuration behind.
 func TestConfigSetMatchesRedis(t *testing.T) {
 	addr := testkit.StartRedis(t)
 	c, err := testkit.Dial(addr)
@@ -24,6 +25,8 @@ func TestConfigSetMatchesRedis(t *testing.T) {
 		{"CONFIG", "SET", "stream-node-max-bytes", "1kb"},
 		{"CONFIG", "SET", "stream-node-max-bytes", "2K"},
 		{"config", "set", "STREAM-NODE-MAX-ENTRIES", "7"},
+		{"config", "set", "STREAM-NODE-MAX-ENTRIES", "x"},
+		{"CONFIG", "SET", "stream-node-max-entries", "1", "STREAM-node-max-entries", "2"},
 		{"CONFIG", "SET", "stream-node-max-bytes", "-1"},
 		{"CONFIG", "SET", "stream-node-max-bytes", "abc"},
 		{"CONFIG", "SET", "stream-node-max-bytes", "1.5"},
