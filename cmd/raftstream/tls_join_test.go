@@ -30,11 +30,11 @@ func clusterBuses(t *testing.T, addr string) map[string]string {
 	return got
 }
 
-// shardReplicas parses INFO raft's "shardN:role=...,applied_index=..." lines
+// shardReplicas parses INFO replication's "shardN:role=...,applied_index=..." lines
 // of the node at addr: the applied index of every local replica.
 func shardReplicas(t *testing.T, addr string) map[int]int64 {
 	t.Helper()
-	info := rawBulk(t, addr, "INFO", "raft")
+	info := rawBulk(t, addr, "INFO", "replication")
 	re := regexp.MustCompile(`(?m)^shard(\d+):role=[a-z]+,term=\d+,commit_index=\d+,applied_index=(\d+)`)
 	out := map[int]int64{}
 	for _, m := range re.FindAllStringSubmatch(info, -1) {
