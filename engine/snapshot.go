@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"slices"
 )
 
@@ -20,13 +21,14 @@ import (
 // graph of small objects). The view may then be written by another
 // goroutine while the engine keeps applying commands.
 //
-// Encoding (version 2), all integers uvarint unless noted:
+// Encoding (version 3), all integers uvarint unless noted:
 //
 //	magic "RSNP" | version
 //	config: node-max-bytes, node-max-entries,
 //	        idmp-duration, idmp-maxsize (version 2)
 //	key count, then per key in byte order:
 //	  key length, key bytes, kind (1 byte: 1 string, 2 stream)
+//	  expire-at (version 3): Unix ms, 0 for none
 //	  string: length, bytes
 //	  stream: length, last-id (ms, seq), first-id, max-deleted-id,
 //	          entries-added, node count, then per node:
@@ -39,11 +41,12 @@ import (
 // Node boundaries and listpack bytes are preserved, so a restored stream
 // trims, splits and reports radix-tree keys exactly as the original, and
 // equal engine state always encodes to equal bytes. Restore also reads
-// version 1 (no IDMP configuration, no stream extensions).
+// version 1 (no IDMP configuration, no stream extensions) and version 2 (no
+// expiries).
 
 const (
 	snapMagic   = "RSNP"
-	snapVersion = 2
+	snapVersion = 3
 )
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
@@ -78,7 +81,7 @@ func (e *Engine) Snapshot() *Snapshot {
 	sn := &Snapshot{cfg: e.cfg, keys: make([]snapKey, 0, len(e.keys))}
 	for _, k := range e.sortedKeys() {
 		v := e.keys[k]
-		sk := snapKey{key: k, v: Value{Kind: v.Kind, Str: v.Str}}
+		sk := snapKey{key: k, v: Value{Kind: v.Kind, Str: v.Str, expireAt: v.expireAt}}
 		if v.Kind == KindStream {
 			s := v.Stream
 			st := &streamSnap{nodes: slices.Clone(s.rax.nodes), groups: s.appendGroupsSnapshot(nil),
@@ -119,6 +122,7 @@ func (sn *Snapshot) WriteTo(w io.Writer) (int64, error) {
 		buf = binary.AppendUvarint(buf, uint64(len(k.key)))
 		buf = append(buf, k.key...)
 		buf = append(buf, byte(k.v.Kind))
+		buf = binary.AppendUvarint(buf, uint64(k.v.expireAt))
 		if k.v.Kind == KindString {
 			buf = binary.AppendUvarint(buf, uint64(len(k.v.Str)))
 			buf = append(buf, k.v.Str...)
@@ -226,7 +230,7 @@ func Restore(r io.Reader) (*Engine, error) {
 	}
 	d := &snapDecoder{b: body[len(snapMagic):]}
 	v := d.uvarint("version")
-	if d.err == nil && v != 1 && v != snapVersion {
+	if d.err == nil && (v < 1 || v > snapVersion) {
 		return nil, fmt.Errorf("%w: version %d", ErrBadSnapshot, v)
 	}
 	d.version = v
@@ -245,20 +249,27 @@ func Restore(r io.Reader) (*Engine, error) {
 		}
 		prev = key
 		kind := d.bytes(1, "kind")
+		var at uint64
+		if v >= 3 {
+			at = d.uvarint("expire-at")
+			if at > math.MaxInt64 {
+				d.fail("expire-at")
+			}
+		}
 		if d.err != nil {
 			break
 		}
 		switch Kind(kind[0]) {
 		case KindString:
 			str := d.bytes(d.uvarint("string"), "string")
-			e.keys[key] = &Value{Kind: KindString, Str: slices.Clone(str)}
+			e.setKey(key, &Value{Kind: KindString, Str: slices.Clone(str), expireAt: int64(at)})
 		case KindStream:
 			s, err := d.stream()
 			if err != nil {
 				return nil, err
 			}
 			if d.err == nil {
-				e.keys[key] = &Value{Kind: KindStream, Stream: s}
+				e.setKey(key, &Value{Kind: KindStream, Stream: s, expireAt: int64(at)})
 			}
 		default:
 			d.fail("kind")
@@ -270,6 +281,7 @@ func Restore(r io.Reader) (*Engine, error) {
 	if d.err != nil {
 		return nil, d.err
 	}
+	e.TakeSignaled() // setKey's: nobody waits on a restored engine yet
 	return e, nil
 }
 

@@ -35,7 +35,7 @@ func cmdXInfo(e *Engine, now int64, argv [][]byte) Reply {
 		return helpReply(argv[0], xinfoHelp)
 	}
 	key := argv[2]
-	s, werr := e.lookupStream(key)
+	s, werr := e.lookupStream(key, now)
 	if werr != nil {
 		return werr
 	}
