@@ -51,6 +51,7 @@ func (m *machine) debugReload() engine.Reply {
 		return engine.Errorf("ERR DEBUG RELOAD failed: %v", err)
 	}
 	eng.SetConfig(m.eng.Config())
+	eng.Advance(m.lastNow)
 	// Keys signalled by earlier commands of this entry still need waking.
 	m.pendingSignals = append(m.pendingSignals, m.eng.TakeSignaled()...)
 	m.eng = eng

@@ -139,8 +139,8 @@ func (s *Server) infoSection(c *client, b *strings.Builder, sec string) {
 		w("cluster_enabled", en)
 	case "keyspace":
 		b.WriteString("# Keyspace\r\n")
-		if r, ok := cmdDBSize(s, c, [][]byte{[]byte("DBSIZE")}).(engine.Integer); ok && r > 0 {
-			fmt.Fprintf(b, "db0:keys=%d,expires=0,avg_ttl=0\r\n", int64(r))
+		if ki, er := s.keyspaceInfo(c); er == nil && ki.Keys > 0 {
+			fmt.Fprintf(b, "db0:keys=%d,expires=%d,avg_ttl=%d\r\n", ki.Keys, ki.Expires, ki.AvgTTL)
 		}
 	case "raft":
 		b.WriteString("# Raft\r\n")
