@@ -274,6 +274,9 @@ func (n *Node) Start(ctx context.Context) error {
 	if n.cfg.BalanceInterval > 0 {
 		n.goFunc(n.balanceLoop)
 	}
+	if n.cfg.ExpireInterval > 0 {
+		n.goFunc(n.ageOutLoop)
+	}
 	return nil
 }
 
