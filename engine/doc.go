@@ -40,4 +40,11 @@
 // through log commands (a write over them, or RAFTSTREAM.EXPIRED, which the
 // shard leader's expiry cycle proposes from ExpireCycle). Reads run at
 // ReadTime: the replica's clock, never earlier than the applied log.
+//
+// Retention policies (retention.go, a raftstream extension): a replicated
+// table of MAXLEN/MAXAGE/MAXBYTES limits per stream name or pattern,
+// enforced by RAFTSTREAM.RETAIN, which the shard leader proposes from
+// RetentionCycle and which trims through XTRIM's machinery at the entry's
+// time. XINFO STREAM ends with a retention-policy field for a stream one
+// governs.
 package engine

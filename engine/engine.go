@@ -44,6 +44,9 @@ type Engine struct {
 	// logTime is the time of the latest log entry applied (Advance): the
 	// earliest time a read may run at (ReadTime).
 	logTime int64
+	// ret is the retention policy table and the streams it governs
+	// (retention.go).
+	ret retention
 }
 
 // idChunk is the size of the chunks idReply takes its replies from.

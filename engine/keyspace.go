@@ -59,6 +59,7 @@ func (e *Engine) deleteKey(key string) bool {
 		e.expires.remove(v.expireAt, key)
 	}
 	if v.Kind == KindStream {
+		e.ret.untrack(key)
 		e.signal(key)
 	}
 	return true
@@ -75,6 +76,12 @@ func (e *Engine) setKey(key string, v *Value) {
 	}
 	if v.expireAt != 0 {
 		e.expires.insert(v.expireAt, key)
+	}
+	if had && old.Kind == KindStream && v.Kind != KindStream {
+		e.ret.untrack(key)
+	}
+	if v.Kind == KindStream {
+		e.ret.track(key)
 	}
 	if v.Kind == KindStream || (had && old.Kind == KindStream) {
 		e.signal(key)

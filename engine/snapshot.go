@@ -36,6 +36,7 @@ import (
 //	          consumer groups (group_codec.go)
 //	          stream extensions (version 2, stream_ext_codec.go):
 //	            IDMP state and dead-letter settings
+//	retention policies (version 3, retention.go)
 //	crc32 (Castagnoli) of all preceding bytes, 4 bytes little endian
 //
 // Node boundaries and listpack bytes are preserved, so a restored stream
@@ -57,8 +58,9 @@ var ErrBadSnapshot = errors.New("engine: bad snapshot")
 
 // Snapshot is a point-in-time view of an engine (see Engine.Snapshot).
 type Snapshot struct {
-	cfg  Config
-	keys []snapKey
+	cfg       Config
+	keys      []snapKey
+	retention []*retentionPolicy // the table's rows are never changed in place
 }
 
 type snapKey struct {
@@ -78,7 +80,7 @@ type streamSnap struct {
 // O(keys log keys + nodes + consumer-group state), independent of the
 // number of entries.
 func (e *Engine) Snapshot() *Snapshot {
-	sn := &Snapshot{cfg: e.cfg, keys: make([]snapKey, 0, len(e.keys))}
+	sn := &Snapshot{cfg: e.cfg, keys: make([]snapKey, 0, len(e.keys)), retention: slices.Clone(e.ret.policies)}
 	for _, k := range e.sortedKeys() {
 		v := e.keys[k]
 		sk := snapKey{key: k, v: Value{Kind: v.Kind, Str: v.Str, expireAt: v.expireAt}}
@@ -154,6 +156,7 @@ func (sn *Snapshot) WriteTo(w io.Writer) (int64, error) {
 			return total, err
 		}
 	}
+	buf = appendRetentionSnapshot(buf, sn.retention)
 	if err := flush(true); err != nil {
 		return total, err
 	}
@@ -274,6 +277,10 @@ func Restore(r io.Reader) (*Engine, error) {
 		default:
 			d.fail("kind")
 		}
+	}
+	if v >= 3 && d.err == nil {
+		e.ret.policies = d.retention()
+		e.retrack()
 	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail("trailing bytes")

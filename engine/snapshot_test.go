@@ -162,7 +162,7 @@ var updateGolden = flag.Bool("update", false, "rewrite testdata golden files")
 
 // goldenSnapEngine builds the golden snapshot state of a version: 1 is
 // strings and one stream; 2 adds a group with a dead-letter setting and IDMP
-// history; 3 adds keys with expiries.
+// history; 3 adds keys with expiries and retention policies.
 func goldenSnapEngine(version int) *Engine {
 	e := New(Config{NodeMaxBytes: 4096, NodeMaxEntries: 3})
 	execS(e, 1, "SET", "str", "hello")
@@ -186,6 +186,8 @@ func goldenSnapEngine(version int) *Engine {
 		execS(e, 20, "SET", "ttl:str", "v", "PX", "1000")
 		execS(e, 20, "PEXPIREAT", "{s}", "1700000000000")
 		execS(e, 20, "SET", "ttl:gone", "v", "PX", "5") // expired at 25, still held
+		execS(e, 20, RetentionCommand, "SET", "s*", "MAXLEN", "100", "ACKED")
+		execS(e, 20, RetentionCommand, "SET", "{s}", "MAXAGE", "1000", "MAXBYTES", "1mb")
 	}
 	return e
 }
@@ -223,7 +225,7 @@ func TestSnapshotGolden(t *testing.T) {
 		t.Fatalf("golden does not restore: %v", err)
 	}
 	for _, cmd := range [][]string{{"XRANGE", "s", "-", "+"}, {"XINFO", "STREAM", "s"}, {"XINFO", "STREAM", "{s}"},
-		{"PTTL", "ttl:str"}, {"PEXPIRETIME", "{s}"}, {"EXISTS", "ttl:gone"}, {"DBSIZE"}} {
+		{"PTTL", "ttl:str"}, {"PEXPIRETIME", "{s}"}, {"EXISTS", "ttl:gone"}, {"DBSIZE"}, {RetentionCommand, "LIST"}} {
 		if r := replyText(execS(e2, 21, cmd...)); r != replyText(execS(e, 21, cmd...)) {
 			t.Fatalf("restored golden %v: %s", cmd, r)
 		}

@@ -80,7 +80,13 @@ func cmdXInfo(e *Engine, now int64, argv [][]byte) Reply {
 		}
 		return out
 	case sub == "STREAM":
-		return xinfoStream(s, argv, e.cfg)
+		r := xinfoStream(s, argv, e.cfg)
+		if m, ok := r.(Map); ok {
+			// raftstream extension: the retention policy governing the
+			// stream, as a last field pair (retention.go)
+			r = append(m, e.retentionXInfo(key)...)
+		}
+		return r
 	}
 	return subcommandSyntaxError(argv)
 }
