@@ -9,7 +9,9 @@ import (
 )
 
 // Ageing data out: the node's active expiry cycle (Redis's
-// activeExpireCycle). Every ExpireInterval, for each shard this node leads,
+// activeExpireCycle) and its retention cycle, in one goroutine.
+//
+// Expiry: every ExpireInterval, for each shard this node leads,
 // it asks the local engine for the keys whose expiry has passed
 // (engine.ExpireCycle, under the read lock) and proposes their deletion
 // through the shard's log, so every replica removes the same keys at the
@@ -23,30 +25,55 @@ import (
 // (the engine compares its expiry with each command's time), so the cycle
 // only reclaims memory and makes DBSIZE-like counts cheap; its delay is not
 // visible to clients.
+//
+// Retention: every RetentionInterval, for each shard this node leads, it
+// asks the engine which streams governed by a retention policy have
+// something to trim at the leader's time (engine.RetentionCycle: at most
+// retainVisit streams looked at, from where the last tick stopped) and
+// proposes RAFTSTREAM.RETAIN for up to retainBatch of them. The command
+// evaluates each policy at the entry's time, so every replica trims the
+// same entries; a stream with nothing left to trim is left alone.
 
 const (
 	expireBatch  = 200 // keys per proposal
 	expireRounds = 5   // proposals per shard per tick
+	retainVisit  = 2000
+	retainBatch  = 100 // streams per proposal
+	retainRounds = 4   // proposals per shard per tick
 	// ageOutWait bounds the wait for one proposal.
 	ageOutWait = 5 * time.Second
 )
 
-// ageOutLoop runs the expiry cycle until the node closes.
+// ageOutLoop runs the expiry and retention cycles until the node closes.
 func (n *Node) ageOutLoop() {
-	t := time.NewTicker(n.cfg.ExpireInterval)
-	defer t.Stop()
+	var expire, retain <-chan time.Time
+	if n.cfg.ExpireInterval > 0 {
+		t := time.NewTicker(n.cfg.ExpireInterval)
+		defer t.Stop()
+		expire = t.C
+	}
+	if n.cfg.RetentionInterval > 0 {
+		t := time.NewTicker(n.cfg.RetentionInterval)
+		defer t.Stop()
+		retain = t.C
+	}
+	cursors := make([]int, n.nShards)
 	for {
+		var step func(i int, s *fsm.Shard)
 		select {
 		case <-n.shutdownCh:
 			return
-		case <-t.C:
+		case <-expire:
+			step = func(_ int, s *fsm.Shard) { n.expireShard(s) }
+		case <-retain:
+			step = func(i int, s *fsm.Shard) { cursors[i] = n.retainShard(s, cursors[i]) }
 		}
 		for i := range n.nShards {
 			ls := n.shard(i)
 			if ls == nil || !ls.s.IsLeader() {
 				continue
 			}
-			n.expireShard(ls.s)
+			step(i, ls.s)
 		}
 	}
 }
@@ -72,6 +99,21 @@ func (n *Node) expireShard(s *fsm.Shard) {
 			return
 		}
 	}
+}
+
+// retainShard runs up to retainRounds retention proposals on a shard it
+// leads, starting at cursor; it returns the cursor for the next tick.
+func (n *Node) retainShard(s *fsm.Shard, cursor int) int {
+	for range retainRounds {
+		var argv [][]byte
+		s.StaleRead(func(e *engine.Engine) {
+			argv, cursor = e.RetentionCycle(e.ReadTime(n.clock()), cursor, retainVisit, retainBatch)
+		})
+		if argv == nil || !n.proposeAgeOut(s, argv) || len(argv) < 1+retainBatch {
+			break
+		}
+	}
+	return cursor
 }
 
 // proposeAgeOut proposes one cycle command and waits for it; false when

@@ -117,6 +117,11 @@ type Config struct {
 	// (expired keys are still absent to every command, but stay in memory
 	// until written over or deleted).
 	ExpireInterval time.Duration
+	// RetentionInterval is how often the retention cycle trims, through
+	// the log, the streams of the shards this node leads that a retention
+	// policy governs (ageout.go). 0 means the default (250ms); negative
+	// disables it.
+	RetentionInterval time.Duration
 
 	// DeadAfter is how long a member may stay unreachable before the
 	// controller leader moves its replicas to other nodes (it stays a
@@ -173,6 +178,7 @@ func DefaultConfig() Config {
 		DialTimeout:       5 * time.Second,
 		DeadAfter:         30 * time.Second,
 		ExpireInterval:    100 * time.Millisecond,
+		RetentionInterval: 250 * time.Millisecond,
 	}
 }
 
@@ -265,6 +271,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ExpireInterval == 0 {
 		c.ExpireInterval = 100 * time.Millisecond
+	}
+	if c.RetentionInterval == 0 {
+		c.RetentionInterval = 250 * time.Millisecond
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

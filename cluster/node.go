@@ -274,7 +274,7 @@ func (n *Node) Start(ctx context.Context) error {
 	if n.cfg.BalanceInterval > 0 {
 		n.goFunc(n.balanceLoop)
 	}
-	if n.cfg.ExpireInterval > 0 {
+	if n.cfg.ExpireInterval > 0 || n.cfg.RetentionInterval > 0 {
 		n.goFunc(n.ageOutLoop)
 	}
 	return nil
