@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/raftstream/raftstream/jepsen/testkit"
 )
 
 // The expiry commands against redis-server 7.0, in RESP2 and RESP3. Unlike
@@ -33,7 +35,7 @@ func expireDiff(t *testing.T, addr string, cmds [][]string) {
 			now := time.Now()
 			cmd := make([]string, len(raw))
 			for j, a := range raw {
-				cmd[j] = expandTime(a, now)
+				cmd[j] = testkit.ExpandTime(a, now)
 			}
 			d.now = now.UnixMilli()
 			want, got, _ := d.do(cmd)
@@ -42,28 +44,6 @@ func expireDiff(t *testing.T, addr string, cmds [][]string) {
 			}
 		}
 	}
-}
-
-// expandTime replaces "@s±N" and "@ms±N" by now (seconds or ms) ± N.
-func expandTime(a string, now time.Time) string {
-	var base int64
-	var rest string
-	switch {
-	case strings.HasPrefix(a, "@ms"):
-		base, rest = now.UnixMilli(), a[3:]
-	case strings.HasPrefix(a, "@s"):
-		base, rest = now.Unix(), a[2:]
-	default:
-		return a
-	}
-	if rest == "" {
-		return strconv.FormatInt(base, 10)
-	}
-	n, err := strconv.ParseInt(rest, 10, 64)
-	if err != nil {
-		return a
-	}
-	return strconv.FormatInt(base+n, 10)
 }
 
 func expireRepliesMatch(t *testing.T, cmd []string, want, got []byte) bool {

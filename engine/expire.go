@@ -269,6 +269,19 @@ const (
 	unitPXAT
 )
 
+// expireUnitOf recognises EX, PX, EXAT and PXAT (any case); 0 otherwise.
+func expireUnitOf(opt []byte) expireUnit {
+	for _, u := range []struct {
+		name string
+		unit expireUnit
+	}{{"EX", unitEX}, {"PX", unitPX}, {"EXAT", unitEXAT}, {"PXAT", unitPXAT}} {
+		if EqFold(opt, u.name) {
+			return u.unit
+		}
+	}
+	return 0
+}
+
 // stringOpts are the options of SET (NX XX GET KEEPTTL EX PX EXAT PXAT) and
 // GETEX (EX PX EXAT PXAT PERSIST).
 type stringOpts struct {
@@ -288,8 +301,7 @@ func parseStringOpts(argv [][]byte, getex bool) (stringOpts, *Error) {
 	}
 	for ; j < len(argv); j++ {
 		opt := argv[j]
-		hasNext := j+1 < len(argv)
-		expireOK := func(u expireUnit) bool { return !o.keepTTL && !o.persist && o.unit&^u == 0 && hasNext }
+		u := expireUnitOf(opt)
 		switch {
 		case !getex && EqFold(opt, "NX") && !o.xx:
 			o.nx = true
@@ -301,17 +313,8 @@ func parseStringOpts(argv [][]byte, getex bool) (stringOpts, *Error) {
 			o.keepTTL = true
 		case getex && EqFold(opt, "PERSIST") && o.unit == 0:
 			o.persist = true
-		case EqFold(opt, "EX") && expireOK(unitEX):
-			o.unit, o.expire = unitEX, argv[j+1]
-			j++
-		case EqFold(opt, "PX") && expireOK(unitPX):
-			o.unit, o.expire = unitPX, argv[j+1]
-			j++
-		case EqFold(opt, "EXAT") && expireOK(unitEXAT):
-			o.unit, o.expire = unitEXAT, argv[j+1]
-			j++
-		case EqFold(opt, "PXAT") && expireOK(unitPXAT):
-			o.unit, o.expire = unitPXAT, argv[j+1]
+		case u != 0 && !o.keepTTL && !o.persist && o.unit&^u == 0 && j+1 < len(argv):
+			o.unit, o.expire = u, argv[j+1]
 			j++
 		default:
 			return o, ErrSyntax

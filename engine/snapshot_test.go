@@ -238,18 +238,25 @@ func TestSnapshotGolden(t *testing.T) {
 	}
 }
 
-// TestSnapshotV2Decodes keeps version 2 snapshots (before expiries)
-// readable: they restore to the same state, without expiries.
-func TestSnapshotV2Decodes(t *testing.T) {
-	want, err := os.ReadFile(filepath.Join("testdata", "snapshot_v2.hex"))
+// restoreGolden restores the engine of an older version's golden file.
+func restoreGolden(t *testing.T, name string) *Engine {
+	t.Helper()
+	want, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
 	b, _ := hex.DecodeString(string(want[:len(want)-1]))
-	e2, err := Restore(bytes.NewReader(b))
+	e, err := Restore(bytes.NewReader(b))
 	if err != nil {
-		t.Fatalf("v2 golden does not restore: %v", err)
+		t.Fatalf("%s does not restore: %v", name, err)
 	}
+	return e
+}
+
+// TestSnapshotV2Decodes keeps version 2 snapshots (before expiries)
+// readable: they restore to the same state, without expiries.
+func TestSnapshotV2Decodes(t *testing.T) {
+	e2 := restoreGolden(t, "snapshot_v2.hex")
 	if !bytes.Equal(snapBytes(t, e2), snapBytes(t, goldenSnapEngine(2))) {
 		t.Fatal("v2 restore differs from the state it was taken from")
 	}
@@ -258,15 +265,7 @@ func TestSnapshotV2Decodes(t *testing.T) {
 // TestSnapshotV1Decodes keeps version 1 snapshots (before IDMP and
 // dead-letter settings) readable.
 func TestSnapshotV1Decodes(t *testing.T) {
-	want, err := os.ReadFile(filepath.Join("testdata", "snapshot_v1.hex"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := hex.DecodeString(string(want[:len(want)-1]))
-	e2, err := Restore(bytes.NewReader(b))
-	if err != nil {
-		t.Fatalf("v1 golden does not restore: %v", err)
-	}
+	e2 := restoreGolden(t, "snapshot_v1.hex")
 	e := goldenSnapEngine(1)
 	// Version 1 has no per-stream IDMP settings (taken at creation since
 	// version 2, idmp.go): its streams follow the configuration.

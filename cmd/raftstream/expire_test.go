@@ -13,22 +13,8 @@ import (
 // (against redis-server 7.0); expiry across a failover of a real 3-node
 // cluster, and across snapshots and restarts.
 
-// expandNow replaces "@s±N" / "@ms±N" by the wall clock in seconds / ms ± N.
-func expandNow(a string) string {
-	now := time.Now()
-	var base int64
-	var rest string
-	switch {
-	case strings.HasPrefix(a, "@ms"):
-		base, rest = now.UnixMilli(), a[3:]
-	case strings.HasPrefix(a, "@s"):
-		base, rest = now.Unix(), a[2:]
-	default:
-		return a
-	}
-	n, _ := strconv.ParseInt(rest, 10, 64)
-	return strconv.FormatInt(base+n, 10)
-}
+// expandNow is testkit.ExpandTime at the wall clock.
+func expandNow(a string) string { return testkit.ExpandTime(a, time.Now()) }
 
 // ttlClose reports whether two integer replies of a TTL-like command agree
 // within tol (negative replies exactly).
@@ -148,6 +134,9 @@ func TestDiffExpiryThroughTheServer(t *testing.T) {
 		"sleep 200",
 		"EXISTS short shorts",
 		"TYPE shorts",
+		// a blocked read on an expired stream waits, then times out
+		"XREAD BLOCK 150 STREAMS shorts 0",
+		"XREAD BLOCK 150 STREAMS shorts $",
 		"SCAN 0 TYPE stream",
 		"KEYS short*",
 		"XADD shorts 1-1 f v",

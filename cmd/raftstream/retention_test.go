@@ -277,52 +277,12 @@ func TestRetentionMaxAgeUnderLoadAcrossFailover(t *testing.T) {
 }
 
 // replicasAgree waits (until d) for every node, read with READONLY, to
-// answer XINFO STREAM key FULL identically for every key, and returns the
-// replies.
+// answer XINFO STREAM key FULL alike for every key, and returns the replies.
 func replicasAgree(t *testing.T, addrs, keys []string, d time.Duration) []byte {
 	t.Helper()
-	read := func(addr string) ([]byte, error) {
-		c, err := testkit.Dial(addr)
-		if err != nil {
-			return nil, err
-		}
-		defer c.Close()
-		if r, err := c.Do("READONLY"); err != nil || string(r) != "+OK\r\n" {
-			return nil, fmt.Errorf("READONLY: %q %v", r, err)
-		}
-		var out []byte
-		for _, k := range keys {
-			r, err := c.Do("XINFO", "STREAM", k, "FULL", "COUNT", "0")
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, r...)
-		}
-		return out, nil
+	var reads [][]string
+	for _, k := range keys {
+		reads = append(reads, []string{"XINFO", "STREAM", k, "FULL", "COUNT", "0"})
 	}
-	var last [][]byte
-	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
-		last = last[:0]
-		for _, a := range addrs {
-			r, err := read(a)
-			if err != nil {
-				t.Fatalf("%s: %v", a, err)
-			}
-			last = append(last, r)
-		}
-		same := true
-		for _, r := range last[1:] {
-			same = same && bytes.Equal(r, last[0])
-		}
-		if same {
-			return last[0]
-		}
-	}
-	for i, r := range last[1:] {
-		if !bytes.Equal(r, last[0]) {
-			t.Logf("%s vs %s: %s", addrs[i+1], addrs[0], firstDiff(last[0], r))
-		}
-	}
-	t.Fatalf("replicas still differ after %v", d)
-	return nil
+	return readsAgree(t, addrs, reads, d, func(_ []string, r []byte) []byte { return r })
 }
