@@ -192,7 +192,7 @@ func retentionSyntax(argv [][]byte) (retentionArgs, *Error) {
 		name := strings.ToUpper(string(opt))
 		if name == "MAXBYTES" {
 			v, ok := ParseMemory(argv[i])
-			if !ok || v > 1<<62 {
+			if !ok || v > 1<<62 || len(argv[i]) == 0 {
 				return a, Errorf("ERR MAXBYTES must be a memory value (bytes, or with a unit: 64kb, 100mb)")
 			}
 			*limit = int64(v)

@@ -73,6 +73,8 @@ func (s *Server) retentionEverywhere(args, logArgv [][]byte) reply {
 	for sh := range n {
 		futs[sh] = s.be.Submit(sh, fsm.Unit{logArgv})
 	}
+	f := newForwarder(s.cfg.RequirePass) // to the leaders of the others
+	defer f.close()
 	var out reply = engine.OK
 	if engine.EqFold(args[0], "DEL") {
 		out = engine.Integer(0)
@@ -91,7 +93,7 @@ func (s *Server) retentionEverywhere(args, logArgv [][]byte) reply {
 			merge(rs[0])
 			continue
 		}
-		r := s.retentionOnShard(sh, args, err)
+		r := s.retentionOnShard(f, sh, args, err)
 		if er, ok := r.(*engine.Error); ok {
 			return errorf("%s (shard %d; retry: RETENTION SET and DEL are idempotent)", er.Msg, sh)
 		}
@@ -103,7 +105,7 @@ func (s *Server) retentionEverywhere(args, logArgv [][]byte) reply {
 // retentionOnShard gets args applied to shard sh, whose local proposal
 // failed with err: through its leader when another node leads it, or
 // here again after a leader change.
-func (s *Server) retentionOnShard(sh int, args [][]byte, err error) reply {
+func (s *Server) retentionOnShard(f *forwarder, sh int, args [][]byte, err error) reply {
 	logArgv := append([][]byte{[]byte(engine.RetentionCommand)}, args...)
 	remote := append([][]byte{[]byte("RAFTSTREAM"), []byte("RETENTION"), []byte("SHARD"), []byte(strconv.Itoa(sh))}, args...)
 	for try := 0; ; try++ {
@@ -112,7 +114,7 @@ func (s *Server) retentionOnShard(sh int, args [][]byte, err error) reply {
 			return s.mapError(err, -1)
 		}
 		if addr := s.leaderRESPAddr(nl); addr != "" {
-			r := s.retentionRemote(addr, remote)
+			r := s.retentionRemote(f, addr, remote)
 			if er, ok := r.(*engine.Error); !ok || !retryable(er) || try == retentionTries-1 {
 				return r
 			}
@@ -134,9 +136,7 @@ func retryable(er *engine.Error) bool {
 
 // retentionRemote sends RAFTSTREAM RETENTION SHARD … to the node at addr
 // and maps its reply back: +OK, :n, an error, or a policy or list of them.
-func (s *Server) retentionRemote(addr string, argv [][]byte) reply {
-	f := newForwarder(s.cfg.RequirePass)
-	defer f.close()
+func (s *Server) retentionRemote(f *forwarder, addr string, argv [][]byte) reply {
 	raw, err := f.do(addr, 2, [][][]byte{argv}, s.cfg.WriteTimeout)
 	if err != nil {
 		return errorf("TRYAGAIN could not reach the shard's leader at %s", addr)
@@ -191,7 +191,9 @@ func (s *Server) retentionRead(c *client, args [][]byte) reply {
 	if err != nil && errors.As(err, &nl) {
 		if addr := s.leaderRESPAddr(nl); addr != "" {
 			remote := append([][]byte{[]byte("RAFTSTREAM"), []byte("RETENTION"), []byte("SHARD"), []byte(strconv.Itoa(shard))}, args...)
-			return s.retentionRemote(addr, remote)
+			f := newForwarder(s.cfg.RequirePass)
+			defer f.close()
+			return s.retentionRemote(f, addr, remote)
 		}
 	}
 	if err != nil {
