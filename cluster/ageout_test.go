@@ -52,3 +52,61 @@ func TestExpireCycleRemovesExpiredKeys(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestRetentionCycleTrimsGovernedStreams: a MAXLEN policy set through the
+// log keeps governed streams near their limit while writers and readers
+// run (under -race: the cycle reads the engine beside them), and leaves
+// other streams alone.
+func TestRetentionCycleTrimsGovernedStreams(t *testing.T) {
+	n := startNode(t, testConfig(t, t.TempDir()))
+	defer n.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := func(args ...string) fsm.Unit {
+		argv := make([][]byte, len(args))
+		for i, a := range args {
+			argv[i] = []byte(a)
+		}
+		return fsm.Unit{argv}
+	}
+	if rs, err := n.Submit(0, cmd(engine.RetentionCommand, "SET", "kept:*", "MAXLEN", "50")).Wait(ctx); err != nil || isErr(rs[0]) {
+		t.Fatalf("RETENTION SET: %v %v", rs, err)
+	}
+	xlen := func(key string) int64 {
+		var r engine.Reply
+		if err := n.Read(ctx, 0, true, func(e *engine.Engine) {
+			r = e.Exec(e.ReadTime(time.Now().UnixMilli()), [][]byte{[]byte("XLEN"), []byte(key)})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return int64(r.(engine.Integer))
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 2000 {
+			var unit fsm.Unit
+			for _, k := range []string{"kept:a", "kept:b", "other"} {
+				unit = append(unit, cmd("XADD", k, "*", "f", strconv.Itoa(i))[0])
+			}
+			if _, err := n.Submit(0, unit).Wait(ctx); err != nil {
+				t.Error(err)
+				return
+			}
+			if i%50 == 0 {
+				_ = n.Read(ctx, 0, true, func(e *engine.Engine) {
+					e.Exec(e.ReadTime(time.Now().UnixMilli()), [][]byte{[]byte("XINFO"), []byte("STREAM"), []byte("kept:a")})
+				})
+			}
+		}
+	}()
+	<-done
+	for deadline := time.Now().Add(5 * time.Second); xlen("kept:a") > 150 || xlen("kept:b") > 150; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("XLEN kept:a %d kept:b %d, want about 50 (whole nodes of 100)", xlen("kept:a"), xlen("kept:b"))
+		}
+	}
+	if got := xlen("other"); got != 2000 {
+		t.Fatalf("XLEN other = %d: a stream no policy governs was trimmed", got)
+	}
+}
