@@ -111,6 +111,18 @@ type Config struct {
 	// 0 means the default (2s); negative disables balancing.
 	BalanceInterval time.Duration
 
+	// ExpireInterval is how often the node's active expiry cycle proposes
+	// the deletion of expired keys on the shards it leads (ageout.go).
+	// 0 means the default (100ms, Redis's hz 10); negative disables it
+	// (expired keys are still absent to every command, but stay in memory
+	// until written over or deleted).
+	ExpireInterval time.Duration
+	// RetentionInterval is how often the retention cycle trims, through
+	// the log, the streams of the shards this node leads that a retention
+	// policy governs (ageout.go). 0 means the default (250ms); negative
+	// disables it.
+	RetentionInterval time.Duration
+
 	// DeadAfter is how long a member may stay unreachable before the
 	// controller leader moves its replicas to other nodes (it stays a
 	// member and gets replicas back by rebalancing once it answers again).
@@ -165,6 +177,8 @@ func DefaultConfig() Config {
 		BalanceInterval:   2 * time.Second,
 		DialTimeout:       5 * time.Second,
 		DeadAfter:         30 * time.Second,
+		ExpireInterval:    100 * time.Millisecond,
+		RetentionInterval: 250 * time.Millisecond,
 	}
 }
 
@@ -254,6 +268,12 @@ func (c *Config) Validate() error {
 	}
 	if c.DeadAfter == 0 {
 		c.DeadAfter = 30 * time.Second
+	}
+	if c.ExpireInterval == 0 {
+		c.ExpireInterval = 100 * time.Millisecond
+	}
+	if c.RetentionInterval == 0 {
+		c.RetentionInterval = 250 * time.Millisecond
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

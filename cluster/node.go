@@ -276,6 +276,9 @@ func (n *Node) Start(ctx context.Context) error {
 	if n.cfg.BalanceInterval > 0 {
 		n.goFunc(n.balanceLoop)
 	}
+	if n.cfg.ExpireInterval > 0 || n.cfg.RetentionInterval > 0 {
+		n.goFunc(n.ageOutLoop)
+	}
 	return nil
 }
 

@@ -11,7 +11,7 @@ func cmdXClaim(e *Engine, now int64, argv [][]byte) Reply {
 	if err := arityMin(argv, 6, "xclaim"); err != nil {
 		return err
 	}
-	s, g, gerr := e.lookupStreamGroup(argv[1], argv[2])
+	s, g, gerr := e.lookupStreamGroup(argv[1], argv[2], now)
 	if gerr != nil {
 		return gerr
 	}
@@ -179,7 +179,7 @@ func cmdXAutoClaim(e *Engine, now int64, argv [][]byte) Reply {
 	if err != nil {
 		return err
 	}
-	s, g, gerr := e.lookupStreamGroup(argv[1], argv[2])
+	s, g, gerr := e.lookupStreamGroup(argv[1], argv[2], now)
 	if gerr != nil {
 		return gerr
 	}

@@ -40,8 +40,8 @@ func arityMin(argv [][]byte, n int, name string) *Error {
 // lookupStreamGroup returns the stream at key and its consumer group, or
 // WRONGTYPE, or NOGROUP when either is missing (the error XPENDING, XCLAIM,
 // XAUTOCLAIM and XNACK share).
-func (e *Engine) lookupStreamGroup(key, group []byte) (*Stream, *Group, *Error) {
-	s, err := e.lookupStream(key)
+func (e *Engine) lookupStreamGroup(key, group []byte, now int64) (*Stream, *Group, *Error) {
+	s, err := e.lookupStream(key, now)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -155,7 +155,7 @@ func cmdXGroup(e *Engine, now int64, argv [][]byte) Reply {
 	var g *Group
 	if len(argv) >= 4 {
 		var werr *Error
-		if s, werr = e.lookupStream(argv[2]); werr != nil {
+		if s, werr = e.lookupStream(argv[2], now); werr != nil {
 			return werr
 		}
 		if !a.mkstream {
@@ -185,8 +185,7 @@ func cmdXGroup(e *Engine, now int64, argv [][]byte) Reply {
 		if s == nil {
 			// MKSTREAM: dbAdd signals the new stream key as ready.
 			s = e.newStream()
-			e.keys[string(argv[2])] = &Value{Kind: KindStream, Stream: s}
-			e.signal(string(argv[2]))
+			e.setKey(string(argv[2]), &Value{Kind: KindStream, Stream: s})
 		}
 		if s.createGroup(argv[3], id, a.entriesRead) == nil {
 			return Errorf("BUSYGROUP Consumer Group name already exists")
@@ -318,7 +317,7 @@ func cmdXReadGroup(e *Engine, now int64, argv [][]byte) Reply {
 	}
 	targets := make([]target, len(a.keys))
 	for i, key := range a.keys {
-		s, werr := e.lookupStream(key)
+		s, werr := e.lookupStream(key, now)
 		if werr != nil {
 			return werr
 		}
@@ -472,7 +471,7 @@ func cmdXAck(e *Engine, now int64, argv [][]byte) Reply {
 	if err := arityMin(argv, 4, "xack"); err != nil {
 		return err
 	}
-	s, werr := e.lookupStream(argv[1])
+	s, werr := e.lookupStream(argv[1], now)
 	if werr != nil {
 		return werr
 	}
@@ -561,7 +560,7 @@ func cmdXPending(e *Engine, now int64, argv [][]byte) Reply {
 	if err != nil {
 		return err
 	}
-	_, g, gerr := e.lookupStreamGroup(argv[1], argv[2])
+	_, g, gerr := e.lookupStreamGroup(argv[1], argv[2], now)
 	if gerr != nil {
 		return gerr
 	}

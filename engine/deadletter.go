@@ -78,14 +78,14 @@ func (e *Engine) deadLetter(key []byte, s *Stream, g *Group, nk *NACK, fields []
 		return false
 	}
 	var dlq *Stream
-	if v, ok := e.keys[g.DLQKey]; ok {
+	if v := e.getStr(g.DLQKey, now); v != nil {
 		if v.Kind != KindStream || v.Stream.LastID == MaxID {
 			return false
 		}
 		dlq = v.Stream
 	} else {
 		dlq = e.newStream()
-		e.keys[g.DLQKey] = &Value{Kind: KindStream, Stream: dlq}
+		e.setKey(g.DLQKey, &Value{Kind: KindStream, Stream: dlq})
 	}
 	id := nextID(dlq.LastID, now)
 	f := make([][]byte, 0, len(fields)+6)

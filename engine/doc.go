@@ -33,4 +33,18 @@
 // XCFGSET (idmp.go, 8.6); XNACK (xnack.go, 8.8). Dead-letter streams
 // (XGROUP SETDLQ, deadletter.go) are a raftstream extension, not Redis.
 // Without the new options, replies are those of Redis 7.
+//
+// Key expiry (expire.go, expire_index.go): expiries are absolute Unix ms in
+// each key's Value, indexed by time; a key whose expiry is at or before a
+// command's now is absent to it. Expired keys leave the keyspace only
+// through log commands (a write over them, or RAFTSTREAM.EXPIRED, which the
+// shard leader's expiry cycle proposes from ExpireCycle). Reads run at
+// ReadTime: the replica's clock, never earlier than the applied log.
+//
+// Retention policies (retention.go, a raftstream extension): a replicated
+// table of MAXLEN/MAXAGE/MAXBYTES limits per stream name or pattern,
+// enforced by RAFTSTREAM.RETAIN, which the shard leader proposes from
+// RetentionCycle and which trims through XTRIM's machinery at the entry's
+// time. XINFO STREAM ends with a retention-policy field for a stream one
+// governs.
 package engine

@@ -39,6 +39,14 @@ type Engine struct {
 	// many replies, each a full slice of its own part (never written
 	// again).
 	ids []byte
+	// expires indexes the keys that have an expiry (expire_index.go).
+	expires expireIndex
+	// logTime is the time of the latest log entry applied (Advance): the
+	// earliest time a read may run at (ReadTime).
+	logTime int64
+	// ret is the retention policy table and the streams it governs
+	// (retention.go).
+	ret retention
 }
 
 // idChunk is the size of the chunks idReply takes its replies from.
@@ -80,6 +88,10 @@ type Value struct {
 	Kind   Kind
 	Str    []byte
 	Stream *Stream
+	// expireAt is when the key expires (Unix ms), 0 for never. A key whose
+	// expireAt is at or before a command's now is absent to that command
+	// (expire.go).
+	expireAt int64
 }
 
 // signal records that key changed in a way that may unblock readers
@@ -182,11 +194,11 @@ func Keyless(now int64, argv [][]byte) Reply {
 	return e.Exec(now, argv)
 }
 
-// lookupStream returns the stream at key, nil if the key does not exist, or
-// ErrWrongType.
-func (e *Engine) lookupStream(key []byte) (*Stream, *Error) {
-	v, ok := e.keys[string(key)]
-	if !ok {
+// lookupStream returns the stream at key as of now, nil if the key does not
+// exist (or has expired), or ErrWrongType.
+func (e *Engine) lookupStream(key []byte, now int64) (*Stream, *Error) {
+	v := e.get(key, now)
+	if v == nil {
 		return nil, nil
 	}
 	if v.Kind != KindStream {
@@ -195,11 +207,12 @@ func (e *Engine) lookupStream(key []byte) (*Stream, *Error) {
 	return v.Stream, nil
 }
 
-// LastID returns the last ID of the stream at key, 0-0 when the key does
-// not exist or holds another type: what XREAD BLOCK's "$" means at the time
-// the client blocks (the RESP server resolves it before waiting).
-func (e *Engine) LastID(key []byte) ID {
-	if v, ok := e.keys[string(key)]; ok && v.Kind == KindStream {
+// LastID returns the last ID of the stream at key as of now, 0-0 when the
+// key does not exist (or has expired) or holds another type: what XREAD
+// BLOCK's "$" means at the time the client blocks (the RESP server resolves
+// it before waiting).
+func (e *Engine) LastID(now int64, key []byte) ID {
+	if v := e.get(key, now); v != nil && v.Kind == KindStream {
 		return v.Stream.LastID
 	}
 	return ID{}

@@ -277,7 +277,7 @@ func cmdXCfgSet(e *Engine, now int64, argv [][]byte) Reply {
 	if len(argv) < 2 {
 		return WrongArity("xcfgset")
 	}
-	s, werr := e.lookupStream(argv[1])
+	s, werr := e.lookupStream(argv[1], now)
 	if werr != nil {
 		return werr
 	}

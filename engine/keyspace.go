@@ -15,8 +15,8 @@ import (
 // guarantees, whatever is added or removed meanwhile.
 
 func init() {
-	register("del", func(e *Engine, now int64, argv [][]byte) Reply { return cmdDel(e, argv, "del") })
-	register("unlink", func(e *Engine, now int64, argv [][]byte) Reply { return cmdDel(e, argv, "unlink") })
+	register("del", func(e *Engine, now int64, argv [][]byte) Reply { return cmdDel(e, now, argv, "del") })
+	register("unlink", func(e *Engine, now int64, argv [][]byte) Reply { return cmdDel(e, now, argv, "unlink") })
 	register("exists", cmdExists)
 	register("type", cmdType)
 	register("scan", cmdScan)
@@ -26,8 +26,8 @@ func init() {
 	register("flushdb", func(e *Engine, now int64, argv [][]byte) Reply { return cmdFlush(e, argv, "flushdb") })
 	register("set", cmdSet)
 	register("get", cmdGet)
-	register("rename", func(e *Engine, now int64, argv [][]byte) Reply { return cmdRename(e, argv, false) })
-	register("renamenx", func(e *Engine, now int64, argv [][]byte) Reply { return cmdRename(e, argv, true) })
+	register("rename", func(e *Engine, now int64, argv [][]byte) Reply { return cmdRename(e, now, argv, false) })
+	register("renamenx", func(e *Engine, now int64, argv [][]byte) Reply { return cmdRename(e, now, argv, true) })
 	register("object", cmdObject)
 	registerValidator("set", func(_ int64, argv [][]byte) *Error { _, err := setSyntax(argv); return err })
 	registerValidator("flushall", func(_ int64, argv [][]byte) *Error { return flushSyntax(argv, "flushall") })
@@ -47,39 +47,58 @@ func arityExact(argv [][]byte, n int, name string) *Error {
 	return nil
 }
 
-// deleteKey removes key, signalling blocked readers when it held a stream
-// (Redis's signalDeletedKeyAsReady).
+// deleteKey removes key (live or expired) and its expiry, signalling
+// blocked readers when it held a stream (Redis's signalDeletedKeyAsReady).
 func (e *Engine) deleteKey(key string) bool {
 	v, ok := e.keys[key]
 	if !ok {
 		return false
 	}
 	delete(e.keys, key)
+	if v.expireAt != 0 {
+		e.expires.remove(v.expireAt, key)
+	}
 	if v.Kind == KindStream {
+		e.ret.untrack(key)
 		e.signal(key)
 	}
 	return true
 }
 
-// setKey stores v at key (replacing any value), signalling when it is a
-// stream (dbAdd's signalKeyAsReady).
+// setKey stores v at key, replacing any value (live or expired) and its
+// expiry; v's own expiry, if any, is indexed. It signals when a stream is
+// involved (dbAdd's signalKeyAsReady). Every key is created through it.
 func (e *Engine) setKey(key string, v *Value) {
 	old, had := e.keys[key]
 	e.keys[key] = v
+	if had && old.expireAt != 0 {
+		e.expires.remove(old.expireAt, key)
+	}
+	if v.expireAt != 0 {
+		e.expires.insert(v.expireAt, key)
+	}
+	if had && old.Kind == KindStream && v.Kind != KindStream {
+		e.ret.untrack(key)
+	}
+	if v.Kind == KindStream {
+		e.ret.track(key)
+	}
 	if v.Kind == KindStream || (had && old.Kind == KindStream) {
 		e.signal(key)
 	}
 }
 
-func cmdDel(e *Engine, argv [][]byte, name string) Reply {
+func cmdDel(e *Engine, now int64, argv [][]byte, name string) Reply {
 	if len(argv) < 2 {
 		return WrongArity(name)
 	}
 	n := 0
 	for _, k := range argv[1:] {
-		if e.deleteKey(string(k)) {
+		// An expired key is removed too, but was not there to delete.
+		if e.get(k, now) != nil {
 			n++
 		}
+		e.deleteKey(string(k))
 	}
 	return Integer(n)
 }
@@ -90,7 +109,7 @@ func cmdExists(e *Engine, now int64, argv [][]byte) Reply {
 	}
 	n := 0
 	for _, k := range argv[1:] {
-		if _, ok := e.keys[string(k)]; ok {
+		if e.get(k, now) != nil {
 			n++
 		}
 	}
@@ -112,14 +131,15 @@ func cmdType(e *Engine, now int64, argv [][]byte) Reply {
 	if len(argv) != 2 {
 		return WrongArity("type")
 	}
-	return SimpleString(typeName(e.keys[string(argv[1])]))
+	return SimpleString(typeName(e.get(argv[1], now)))
 }
 
 func cmdDBSize(e *Engine, now int64, argv [][]byte) Reply {
 	if len(argv) != 1 {
 		return WrongArity("dbsize")
 	}
-	return Integer(len(e.keys))
+	past, _, _ := e.expires.upTo(now)
+	return Integer(len(e.keys) - past)
 }
 
 // sortedKeys returns all keys in byte order.
@@ -139,6 +159,9 @@ func cmdKeys(e *Engine, now int64, argv [][]byte) Reply {
 	out := Array{}
 	all := len(argv[1]) == 1 && argv[1][0] == '*'
 	for _, k := range e.sortedKeys() {
+		if e.getStr(k, now) == nil {
+			continue
+		}
 		if all || GlobMatch(argv[1], []byte(k), false) {
 			out = append(out, BulkString(k))
 		}
@@ -236,10 +259,14 @@ func cmdScan(e *Engine, now int64, argv [][]byte) Reply {
 	}
 	keys := Array{}
 	for _, c := range cand {
+		v := e.getStr(c.k, now)
+		if v == nil {
+			continue // expired
+		}
 		if pat != nil && !GlobMatch(pat, []byte(c.k), false) {
 			continue
 		}
-		if typ != nil && !EqFold(typ, typeName(e.keys[c.k])) {
+		if typ != nil && !EqFold(typ, typeName(v)) {
 			continue
 		}
 		keys = append(keys, BulkString(c.k))
@@ -269,79 +296,59 @@ func cmdFlush(e *Engine, argv [][]byte, name string) Reply {
 
 // ---- strings --------------------------------------------------------------
 
-type setArgs struct {
-	nx, xx, get bool
-}
-
-var errSetExpire = &Error{Msg: "ERR invalid expire time in 'set' command"}
-
-// errNoExpire is returned for SET with EX/PX/EXAT/PXAT: keys never expire
-// in this engine (expiry would need a replicated clock-driven deletion).
-var errNoExpire = &Error{Msg: "ERR key expiration is not supported"}
-
 // setSyntax parses SET key value [NX|XX] [GET] [KEEPTTL|EX s|PX ms|EXAT t|PXAT t]
-// as Redis's parseExtendedStringArgumentsOrReply does.
-func setSyntax(argv [][]byte) (setArgs, *Error) {
-	var a setArgs
+// as Redis's parseExtendedStringArgumentsOrReply does, and checks the expiry
+// argument as far as that does not depend on the time.
+func setSyntax(argv [][]byte) (stringOpts, *Error) {
 	if len(argv) < 3 {
-		return a, WrongArity("set")
+		return stringOpts{}, WrongArity("set")
 	}
-	expire := false
-	keepTTL := false
-	for i := 3; i < len(argv); i++ {
-		o := argv[i]
-		hasNext := i+1 < len(argv)
-		switch {
-		case EqFold(o, "NX") && !a.xx:
-			a.nx = true
-		case EqFold(o, "XX") && !a.nx:
-			a.xx = true
-		case EqFold(o, "GET"):
-			a.get = true
-		case EqFold(o, "KEEPTTL") && !expire:
-			keepTTL = true
-		case (EqFold(o, "EX") || EqFold(o, "PX") || EqFold(o, "EXAT") || EqFold(o, "PXAT")) && !keepTTL && !expire && hasNext:
-			expire = true
-			i++
-			v, err := intArg(argv[i], "")
-			if err != nil {
-				return a, err
-			}
-			if v <= 0 {
-				return a, errSetExpire
-			}
-		default:
-			return a, ErrSyntax
-		}
+	o, err := parseStringOpts(argv, false)
+	if err != nil {
+		return o, err
 	}
-	if expire {
-		return a, errNoExpire
-	}
-	return a, nil
+	return o, o.checkExpire("set")
 }
 
+// cmdSet is setCommand: the expiry is computed first, then GET's old value
+// (WRONGTYPE for a stream), then NX/XX decide; KEEPTTL keeps the old key's
+// expiry, any other SET clears it.
 func cmdSet(e *Engine, now int64, argv [][]byte) Reply {
-	a, err := setSyntax(argv)
+	o, err := setSyntax(argv)
 	if err != nil {
 		return err
 	}
+	var at int64
+	if o.unit != 0 {
+		if at, err = o.expireAt(now, "set"); err != nil {
+			return err
+		}
+	}
 	key := string(argv[1])
-	old, had := e.keys[key]
+	old := e.getStr(key, now)
 	var prev Reply = NullBulk{}
-	if a.get && had {
+	if o.get && old != nil {
 		if old.Kind != KindString {
 			return ErrWrongType
 		}
 		prev = BulkString(old.Str)
 	}
-	if (a.nx && had) || (a.xx && !had) {
-		if a.get {
+	if (o.nx && old != nil) || (o.xx && old == nil) {
+		if o.get {
 			return prev
 		}
 		return NullBulk{}
 	}
-	e.setKey(key, &Value{Kind: KindString, Str: append([]byte(nil), argv[2]...)})
-	if a.get {
+	v := &Value{Kind: KindString, Str: append([]byte(nil), argv[2]...), expireAt: at}
+	if o.keepTTL && old != nil {
+		v.expireAt = old.expireAt
+	}
+	if v.expireAt != 0 && v.expireAt <= now {
+		e.deleteKey(key) // set and expired at once (EXAT/PXAT in the past)
+	} else {
+		e.setKey(key, v)
+	}
+	if o.get {
 		return prev
 	}
 	return OK
@@ -351,8 +358,8 @@ func cmdGet(e *Engine, now int64, argv [][]byte) Reply {
 	if len(argv) != 2 {
 		return WrongArity("get")
 	}
-	v, ok := e.keys[string(argv[1])]
-	if !ok {
+	v := e.get(argv[1], now)
+	if v == nil {
 		return NullBulk{}
 	}
 	if v.Kind != KindString {
@@ -363,7 +370,9 @@ func cmdGet(e *Engine, now int64, argv [][]byte) Reply {
 
 // ---- RENAME ---------------------------------------------------------------
 
-func cmdRename(e *Engine, argv [][]byte, nx bool) Reply {
+// cmdRename moves the value and its expiry; an expired source is missing,
+// an expired destination is replaced even by RENAMENX.
+func cmdRename(e *Engine, now int64, argv [][]byte, nx bool) Reply {
 	name := "rename"
 	if nx {
 		name = "renamenx"
@@ -372,8 +381,8 @@ func cmdRename(e *Engine, argv [][]byte, nx bool) Reply {
 		return WrongArity(name)
 	}
 	src, dst := string(argv[1]), string(argv[2])
-	v, ok := e.keys[src]
-	if !ok {
+	v := e.getStr(src, now)
+	if v == nil {
 		return ErrNoSuchKey
 	}
 	if src == dst {
@@ -382,7 +391,7 @@ func cmdRename(e *Engine, argv [][]byte, nx bool) Reply {
 		}
 		return OK
 	}
-	if _, exists := e.keys[dst]; exists && nx {
+	if nx && e.getStr(dst, now) != nil {
 		return Integer(0)
 	}
 	e.deleteKey(src)
@@ -403,8 +412,8 @@ func cmdObject(e *Engine, now int64, argv [][]byte) Reply {
 		return WrongArity("object|encoding")
 	}
 	if EqFold(argv[1], "ENCODING") {
-		v, ok := e.keys[string(argv[2])]
-		if !ok {
+		v := e.get(argv[2], now)
+		if v == nil {
 			return NullBulk{}
 		}
 		return BulkString(v.encoding())

@@ -55,12 +55,11 @@ func cmdMemory(e *Engine, now int64, argv [][]byte) Reply {
 			return ErrSyntax
 		}
 	}
-	key := string(argv[2])
-	v, ok := e.keys[key]
-	if !ok {
+	v := e.get(argv[2], now)
+	if v == nil {
 		return NullBulk{}
 	}
-	return Integer(int64(len(key)+mapEntryOverhead) + v.memoryUsage(samples))
+	return Integer(int64(len(argv[2])+mapEntryOverhead) + v.memoryUsage(samples))
 }
 
 // memoryUsage is objectComputeSize for this engine.

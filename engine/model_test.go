@@ -86,6 +86,8 @@ func replyText(r Reply) string {
 			b.WriteString("]")
 		case PairMap:
 			walk(Array(v))
+		case Map:
+			walk(Array(v))
 		case *EntryReply:
 			walk(v.Array())
 		case BulkString:

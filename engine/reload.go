@@ -39,7 +39,7 @@ func (e *Engine) reload() Reply {
 	if err != nil {
 		return Errorf("ERR DEBUG RELOAD failed: %v", err)
 	}
-	ne.cfg = e.cfg
+	ne.cfg, ne.logTime = e.cfg, e.logTime
 	ne.signaled, ne.signaledSet = e.signaled, e.signaledSet
 	*e = *ne
 	return OK

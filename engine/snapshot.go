@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"slices"
 )
 
@@ -20,13 +21,14 @@ import (
 // graph of small objects). The view may then be written by another
 // goroutine while the engine keeps applying commands.
 //
-// Encoding (version 2), all integers uvarint unless noted:
+// Encoding (version 3), all integers uvarint unless noted:
 //
 //	magic "RSNP" | version
 //	config: node-max-bytes, node-max-entries,
 //	        idmp-duration, idmp-maxsize (version 2)
 //	key count, then per key in byte order:
 //	  key length, key bytes, kind (1 byte: 1 string, 2 stream)
+//	  expire-at (version 3): Unix ms, 0 for none
 //	  string: length, bytes
 //	  stream: length, last-id (ms, seq), first-id, max-deleted-id,
 //	          entries-added, node count, then per node:
@@ -34,16 +36,18 @@ import (
 //	          consumer groups (group_codec.go)
 //	          stream extensions (version 2, stream_ext_codec.go):
 //	            IDMP state and dead-letter settings
+//	retention policies (version 3, retention.go)
 //	crc32 (Castagnoli) of all preceding bytes, 4 bytes little endian
 //
 // Node boundaries and listpack bytes are preserved, so a restored stream
 // trims, splits and reports radix-tree keys exactly as the original, and
 // equal engine state always encodes to equal bytes. Restore also reads
-// version 1 (no IDMP configuration, no stream extensions).
+// version 1 (no IDMP configuration, no stream extensions) and version 2 (no
+// expiries).
 
 const (
 	snapMagic   = "RSNP"
-	snapVersion = 2
+	snapVersion = 3
 )
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
@@ -54,8 +58,9 @@ var ErrBadSnapshot = errors.New("engine: bad snapshot")
 
 // Snapshot is a point-in-time view of an engine (see Engine.Snapshot).
 type Snapshot struct {
-	cfg  Config
-	keys []snapKey
+	cfg       Config
+	keys      []snapKey
+	retention []*retentionPolicy // the table's rows are never changed in place
 }
 
 type snapKey struct {
@@ -75,10 +80,10 @@ type streamSnap struct {
 // O(keys log keys + nodes + consumer-group state), independent of the
 // number of entries.
 func (e *Engine) Snapshot() *Snapshot {
-	sn := &Snapshot{cfg: e.cfg, keys: make([]snapKey, 0, len(e.keys))}
+	sn := &Snapshot{cfg: e.cfg, keys: make([]snapKey, 0, len(e.keys)), retention: slices.Clone(e.ret.policies)}
 	for _, k := range e.sortedKeys() {
 		v := e.keys[k]
-		sk := snapKey{key: k, v: Value{Kind: v.Kind, Str: v.Str}}
+		sk := snapKey{key: k, v: Value{Kind: v.Kind, Str: v.Str, expireAt: v.expireAt}}
 		if v.Kind == KindStream {
 			s := v.Stream
 			st := &streamSnap{nodes: slices.Clone(s.rax.nodes), groups: s.appendGroupsSnapshot(nil),
@@ -119,6 +124,7 @@ func (sn *Snapshot) WriteTo(w io.Writer) (int64, error) {
 		buf = binary.AppendUvarint(buf, uint64(len(k.key)))
 		buf = append(buf, k.key...)
 		buf = append(buf, byte(k.v.Kind))
+		buf = binary.AppendUvarint(buf, uint64(k.v.expireAt))
 		if k.v.Kind == KindString {
 			buf = binary.AppendUvarint(buf, uint64(len(k.v.Str)))
 			buf = append(buf, k.v.Str...)
@@ -150,6 +156,7 @@ func (sn *Snapshot) WriteTo(w io.Writer) (int64, error) {
 			return total, err
 		}
 	}
+	buf = appendRetentionSnapshot(buf, sn.retention)
 	if err := flush(true); err != nil {
 		return total, err
 	}
@@ -226,7 +233,7 @@ func Restore(r io.Reader) (*Engine, error) {
 	}
 	d := &snapDecoder{b: body[len(snapMagic):]}
 	v := d.uvarint("version")
-	if d.err == nil && v != 1 && v != snapVersion {
+	if d.err == nil && (v < 1 || v > snapVersion) {
 		return nil, fmt.Errorf("%w: version %d", ErrBadSnapshot, v)
 	}
 	d.version = v
@@ -245,24 +252,35 @@ func Restore(r io.Reader) (*Engine, error) {
 		}
 		prev = key
 		kind := d.bytes(1, "kind")
+		var at uint64
+		if v >= 3 {
+			at = d.uvarint("expire-at")
+			if at > math.MaxInt64 {
+				d.fail("expire-at")
+			}
+		}
 		if d.err != nil {
 			break
 		}
 		switch Kind(kind[0]) {
 		case KindString:
 			str := d.bytes(d.uvarint("string"), "string")
-			e.keys[key] = &Value{Kind: KindString, Str: slices.Clone(str)}
+			e.setKey(key, &Value{Kind: KindString, Str: slices.Clone(str), expireAt: int64(at)})
 		case KindStream:
 			s, err := d.stream()
 			if err != nil {
 				return nil, err
 			}
 			if d.err == nil {
-				e.keys[key] = &Value{Kind: KindStream, Stream: s}
+				e.setKey(key, &Value{Kind: KindStream, Stream: s, expireAt: int64(at)})
 			}
 		default:
 			d.fail("kind")
 		}
+	}
+	if v >= 3 && d.err == nil {
+		e.ret.policies = d.retention()
+		e.retrack()
 	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail("trailing bytes")
@@ -270,6 +288,7 @@ func Restore(r io.Reader) (*Engine, error) {
 	if d.err != nil {
 		return nil, d.err
 	}
+	e.TakeSignaled() // setKey's: nobody waits on a restored engine yet
 	return e, nil
 }
 

@@ -160,10 +160,10 @@ func TestSnapshotCorrupt(t *testing.T) {
 
 var updateGolden = flag.Bool("update", false, "rewrite testdata golden files")
 
-// goldenSnapEngine builds the golden snapshot state. The version 1 state
-// (v2 false) is strings and one stream; version 2 adds a group with a
-// dead-letter setting and IDMP history.
-func goldenSnapEngine(v2 bool) *Engine {
+// goldenSnapEngine builds the golden snapshot state of a version: 1 is
+// strings and one stream; 2 adds a group with a dead-letter setting and IDMP
+// history; 3 adds keys with expiries and retention policies.
+func goldenSnapEngine(version int) *Engine {
 	e := New(Config{NodeMaxBytes: 4096, NodeMaxEntries: 3})
 	execS(e, 1, "SET", "str", "hello")
 	execS(e, 1, "SET", "n", "-42")
@@ -173,7 +173,7 @@ func goldenSnapEngine(v2 bool) *Engine {
 	execS(e, 1, "XADD", "s", "8-0", "other", "field")
 	execS(e, 1, "XDEL", "s", "2-2", "8-0")
 	execS(e, 1, "XTRIM", "s", "MAXLEN", "5")
-	if v2 {
+	if version >= 2 {
 		e.cfg.IdmpDuration, e.cfg.IdmpMaxSize = 60, 50
 		execS(e, 10, "XGROUP", "CREATE", "{s}", "g", "0", "MKSTREAM")
 		execS(e, 10, "XGROUP", "SETDLQ", "{s}", "g", "3", "{s}:dlq")
@@ -182,16 +182,22 @@ func goldenSnapEngine(v2 bool) *Engine {
 		execS(e, 13, "XADD", "{s}", "IDMPAUTO", "p0", "*", "f", "2", "g", "3")
 		execS(e, 14, "XCFGSET", "s", "IDMP-MAXSIZE", "7")
 	}
+	if version >= 3 {
+		execS(e, 20, "SET", "ttl:str", "v", "PX", "1000")
+		execS(e, 20, "PEXPIREAT", "{s}", "1700000000000")
+		execS(e, 20, "SET", "ttl:gone", "v", "PX", "5") // expired at 25, still held
+		execS(e, 20, RetentionCommand, "SET", "s*", "MAXLEN", "100", "ACKED")
+		execS(e, 20, RetentionCommand, "SET", "{s}", "MAXAGE", "1000", "MAXBYTES", "1mb")
+	}
 	return e
 }
 
-// TestSnapshotGolden pins the snapshot encoding: a format change must bump
-// snapVersion, keep older versions decodable (TestSnapshotV1Decodes) and
-// regenerate testdata/snapshot_v2.hex with -update.
-func TestSnapshotGolden(t *testing.T) {
-	e := goldenSnapEngine(true)
+// goldenSnapshot compares e's encoding with testdata/name, which -update
+// rewrites, and returns the golden bytes.
+func goldenSnapshot(t *testing.T, e *Engine, name string) []byte {
+	t.Helper()
 	got := hex.EncodeToString(snapBytes(t, e)) + "\n"
-	path := filepath.Join("testdata", "snapshot_v2.hex")
+	path := filepath.Join("testdata", name)
 	if *updateGolden {
 		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
 			t.Fatal(err)
@@ -205,33 +211,62 @@ func TestSnapshotGolden(t *testing.T) {
 		t.Fatalf("snapshot encoding changed:\n got  %s want %s", got, want)
 	}
 	b, _ := hex.DecodeString(string(want[:len(want)-1]))
+	return b
+}
+
+// TestSnapshotGolden pins the snapshot encoding: a format change must bump
+// snapVersion, keep older versions decodable (TestSnapshotV1Decodes,
+// TestSnapshotV2Decodes) and write a new golden file with -update.
+func TestSnapshotGolden(t *testing.T) {
+	e := goldenSnapEngine(3)
+	b := goldenSnapshot(t, e, "snapshot_v3.hex")
 	e2, err := Restore(bytes.NewReader(b))
 	if err != nil {
 		t.Fatalf("golden does not restore: %v", err)
 	}
-	for _, cmd := range [][]string{{"XRANGE", "s", "-", "+"}, {"XINFO", "STREAM", "s"}, {"XINFO", "STREAM", "{s}"}} {
-		if r := replyText(execS(e2, 20, cmd...)); r != replyText(execS(e, 20, cmd...)) {
+	for _, cmd := range [][]string{{"XRANGE", "s", "-", "+"}, {"XINFO", "STREAM", "s"}, {"XINFO", "STREAM", "{s}"},
+		{"PTTL", "ttl:str"}, {"PEXPIRETIME", "{s}"}, {"EXISTS", "ttl:gone"}, {"DBSIZE"}, {RetentionCommand, "LIST"}} {
+		if r := replyText(execS(e2, 21, cmd...)); r != replyText(execS(e, 21, cmd...)) {
 			t.Fatalf("restored golden %v: %s", cmd, r)
 		}
+	}
+	if r := replyText(execS(e2, 21, "PTTL", "ttl:str")); r != "999" {
+		t.Fatalf("restored PTTL %s, want 999", r)
 	}
 	if !bytes.Equal(snapBytes(t, e2), b) {
 		t.Fatal("restored golden re-encodes differently")
 	}
 }
 
-// TestSnapshotV1Decodes keeps version 1 snapshots (before IDMP and
-// dead-letter settings) readable.
-func TestSnapshotV1Decodes(t *testing.T) {
-	want, err := os.ReadFile(filepath.Join("testdata", "snapshot_v1.hex"))
+// restoreGolden restores the engine of an older version's golden file.
+func restoreGolden(t *testing.T, name string) *Engine {
+	t.Helper()
+	want, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
 	b, _ := hex.DecodeString(string(want[:len(want)-1]))
-	e2, err := Restore(bytes.NewReader(b))
+	e, err := Restore(bytes.NewReader(b))
 	if err != nil {
-		t.Fatalf("v1 golden does not restore: %v", err)
+		t.Fatalf("%s does not restore: %v", name, err)
 	}
-	e := goldenSnapEngine(false)
+	return e
+}
+
+// TestSnapshotV2Decodes keeps version 2 snapshots (before expiries)
+// readable: they restore to the same state, without expiries.
+func TestSnapshotV2Decodes(t *testing.T) {
+	e2 := restoreGolden(t, "snapshot_v2.hex")
+	if !bytes.Equal(snapBytes(t, e2), snapBytes(t, goldenSnapEngine(2))) {
+		t.Fatal("v2 restore differs from the state it was taken from")
+	}
+}
+
+// TestSnapshotV1Decodes keeps version 1 snapshots (before IDMP and
+// dead-letter settings) readable.
+func TestSnapshotV1Decodes(t *testing.T) {
+	e2 := restoreGolden(t, "snapshot_v1.hex")
+	e := goldenSnapEngine(1)
 	// Version 1 has no per-stream IDMP settings (taken at creation since
 	// version 2, idmp.go): its streams follow the configuration.
 	for _, v := range e.keys {

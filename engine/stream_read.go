@@ -4,8 +4,8 @@ package engine
 
 func init() {
 	register("xlen", cmdXLen)
-	register("xrange", func(e *Engine, now int64, argv [][]byte) Reply { return xrangeGeneric(e, argv, false) })
-	register("xrevrange", func(e *Engine, now int64, argv [][]byte) Reply { return xrangeGeneric(e, argv, true) })
+	register("xrange", func(e *Engine, now int64, argv [][]byte) Reply { return xrangeGeneric(e, now, argv, false) })
+	register("xrevrange", func(e *Engine, now int64, argv [][]byte) Reply { return xrangeGeneric(e, now, argv, true) })
 	register("xread", cmdXRead)
 }
 
@@ -26,7 +26,7 @@ func cmdXLen(e *Engine, now int64, argv [][]byte) Reply {
 	if len(argv) != 2 {
 		return WrongArity("xlen")
 	}
-	s, err := e.lookupStream(argv[1])
+	s, err := e.lookupStream(argv[1], now)
 	if err != nil {
 		return err
 	}
@@ -67,7 +67,7 @@ func parseIntervalID(b []byte, end bool) (ID, *Error) {
 	return ID{}, errInvalidStart
 }
 
-func xrangeGeneric(e *Engine, argv [][]byte, rev bool) Reply {
+func xrangeGeneric(e *Engine, now int64, argv [][]byte, rev bool) Reply {
 	name := "xrange"
 	if rev {
 		name = "xrevrange"
@@ -100,7 +100,7 @@ func xrangeGeneric(e *Engine, argv [][]byte, rev bool) Reply {
 			return ErrSyntax
 		}
 	}
-	s, err := e.lookupStream(argv[1])
+	s, err := e.lookupStream(argv[1], now)
 	if err != nil {
 		return err
 	}
@@ -242,7 +242,7 @@ func cmdXRead(e *Engine, now int64, argv [][]byte) Reply {
 	ids := make([]ID, len(a.keys))
 	streams := make([]*Stream, len(a.keys))
 	for i, key := range a.keys {
-		s, err := e.lookupStream(key)
+		s, err := e.lookupStream(key, now)
 		if err != nil {
 			return err
 		}

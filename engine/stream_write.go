@@ -229,13 +229,11 @@ func cmdXAdd(e *Engine, now int64, argv [][]byte) Reply {
 	if err := xaddSyntax(&a, argv); err != nil {
 		return err
 	}
-	var s *Stream
-	if v, ok := e.keys[string(argv[1])]; ok {
-		if v.Kind != KindStream {
-			return ErrWrongType
-		}
-		s = v.Stream
-	} else if a.noMkStream {
+	s, werr := e.lookupStream(argv[1], now)
+	if werr != nil {
+		return werr
+	}
+	if s == nil && a.noMkStream {
 		return NullBulk{}
 	}
 	var pid, iid string
@@ -291,7 +289,7 @@ func cmdXAdd(e *Engine, now int64, argv [][]byte) Reply {
 	}
 	if s == nil {
 		s = e.newStream()
-		e.keys[string(argv[1])] = &Value{Kind: KindStream, Stream: s}
+		e.setKey(string(argv[1]), &Value{Kind: KindStream, Stream: s})
 	}
 	s.appendEntry(e.cfg, id, a.fields)
 	if a.idmpGiven {
@@ -345,7 +343,7 @@ func cmdXDel(e *Engine, now int64, argv [][]byte) Reply {
 	if len(argv) < 3 {
 		return WrongArity("xdel")
 	}
-	s, werr := e.lookupStream(argv[1])
+	s, werr := e.lookupStream(argv[1], now)
 	if werr != nil {
 		return werr
 	}
@@ -390,7 +388,7 @@ func cmdXTrim(e *Engine, now int64, argv [][]byte) Reply {
 	if _, err := parseAddOrTrim(&a, argv, false); err != nil {
 		return err
 	}
-	s, werr := e.lookupStream(argv[1])
+	s, werr := e.lookupStream(argv[1], now)
 	if werr != nil {
 		return werr
 	}
@@ -452,7 +450,7 @@ func cmdXSetID(e *Engine, now int64, argv [][]byte) Reply {
 	if err != nil {
 		return err
 	}
-	s, werr := e.lookupStream(argv[1])
+	s, werr := e.lookupStream(argv[1], now)
 	if werr != nil {
 		return werr
 	}

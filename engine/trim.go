@@ -28,6 +28,11 @@ type trimArgs struct {
 	// records that one was named, so a second one is a syntax error.
 	policy      refPolicy
 	policyGiven bool
+	// ceiling, when hasCeiling, is an ID no trim under DELREF or ACKED
+	// reaches: nothing at or after it is deleted (retention's ACKED keeps
+	// the first entry a group still needs, and everything after it).
+	ceiling    ID
+	hasCeiling bool
 }
 
 // trim applies a to s and returns the number of entries removed. It keeps
@@ -94,7 +99,7 @@ func (s *Stream) trimInNode(n *node, a *trimArgs) int64 {
 		} else {
 			stop = !id.Less(a.minID)
 		}
-		if stop {
+		if stop || a.hasCeiling && !id.Less(a.ceiling) {
 			break
 		}
 		next := n.skipEntryFrom(body, flags, len(mf))

@@ -133,7 +133,7 @@ func (s *Stream) trimWithRefs(a *trimArgs) int64 {
 			break
 		}
 		n := &r.nodes[i]
-		if a.strategy == trimMinID && !n.master.Less(a.minID) {
+		if a.strategy == trimMinID && !n.master.Less(a.minID) || a.hasCeiling && !n.master.Less(a.ceiling) {
 			break
 		}
 		entries, _ := n.counts()
@@ -146,7 +146,8 @@ func (s *Stream) trimWithRefs(a *trimArgs) int64 {
 		} else {
 			removeNode = n.last.Less(a.minID)
 		}
-		if removeNode && a.policy == policyAcked && !s.nodeAcked(n) {
+		below := !a.hasCeiling || n.last.Less(a.ceiling)
+		if removeNode && (!below || a.policy == policyAcked && !s.nodeAcked(n)) {
 			removeNode = false
 		}
 		if removeNode {
@@ -166,6 +167,7 @@ func (s *Stream) trimWithRefs(a *trimArgs) int64 {
 		} else {
 			eligible = n.last.Less(a.minID)
 		}
+		eligible = eligible && below
 		deleted += s.trimInNode(n, a)
 		if !eligible {
 			break

@@ -95,7 +95,7 @@ func cmdXDelEx(e *Engine, now int64, argv [][]byte) Reply {
 	if err := arityMin(argv, 5, "xdelex"); err != nil {
 		return err
 	}
-	s, werr := e.lookupStream(argv[1])
+	s, werr := e.lookupStream(argv[1], now)
 	if werr != nil {
 		return werr
 	}
@@ -131,7 +131,7 @@ func cmdXAckDel(e *Engine, now int64, argv [][]byte) Reply {
 	if err := arityMin(argv, 6, "xackdel"); err != nil {
 		return err
 	}
-	s, werr := e.lookupStream(argv[1])
+	s, werr := e.lookupStream(argv[1], now)
 	if werr != nil {
 		return werr
 	}

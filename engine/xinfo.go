@@ -35,7 +35,7 @@ func cmdXInfo(e *Engine, now int64, argv [][]byte) Reply {
 		return helpReply(argv[0], xinfoHelp)
 	}
 	key := argv[2]
-	s, werr := e.lookupStream(key)
+	s, werr := e.lookupStream(key, now)
 	if werr != nil {
 		return werr
 	}
@@ -80,7 +80,13 @@ func cmdXInfo(e *Engine, now int64, argv [][]byte) Reply {
 		}
 		return out
 	case sub == "STREAM":
-		return xinfoStream(s, argv, e.cfg)
+		r := xinfoStream(s, argv, e.cfg)
+		if m, ok := r.(Map); ok {
+			// raftstream extension: the retention policy governing the
+			// stream, as a last field pair (retention.go)
+			r = append(m, e.retentionXInfo(key)...)
+		}
+		return r
 	}
 	return subcommandSyntaxError(argv)
 }

@@ -136,7 +136,7 @@ func cmdXNack(e *Engine, now int64, argv [][]byte) Reply {
 	if len(argv) < 7 {
 		return WrongArity("xnack")
 	}
-	s, g, gerr := e.lookupStreamGroup(argv[1], argv[2])
+	s, g, gerr := e.lookupStreamGroup(argv[1], argv[2], now)
 	if gerr != nil {
 		return gerr
 	}

@@ -135,6 +135,7 @@ func (m *machine) ApplyBatch(logs []*raft.Log) []any {
 func (m *machine) applyLocked(b *Batch) [][]engine.Reply {
 	now := max(b.TS, m.lastNow)
 	m.lastNow = now
+	m.eng.Advance(now) // reads never run before the log's time (expiry)
 	if b.IsFence() {
 		return nil
 	}
@@ -188,6 +189,7 @@ func (m *machine) Restore(rc io.ReadCloser) error {
 	if err != nil {
 		return fmt.Errorf("fsm: shard %d: restore: %w", m.shard, err)
 	}
+	eng.Advance(hdr.LastNow)
 	m.mu.Lock()
 	m.eng, m.lastNow = eng, hdr.LastNow
 	m.saves.restored()

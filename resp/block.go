@@ -355,8 +355,9 @@ func (s *Server) resolveDollar(c *client, shard, slot int, argv [][]byte, keyIdx
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.WriteTimeout)
 	defer cancel()
 	err := s.be.Read(ctx, shard, c.readonly, func(e *engine.Engine) {
+		now := e.ReadTime(nowMs())
 		for _, k := range need {
-			out[k+n] = []byte(e.LastID(out[k]).String())
+			out[k+n] = []byte(e.LastID(now, out[k]).String())
 		}
 	})
 	if err != nil {

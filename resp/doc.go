@@ -18,11 +18,14 @@
 //     reply is the engine's, produced on every replica at the same log
 //     position.
 //   - KindRead: run against the shard's engine under Backend.Read
-//     (linearizable on the leader; stale on READONLY connections).
+//     (linearizable on the leader; stale on READONLY connections), at the
+//     serving replica's time taken after the read fence and never earlier
+//     than its applied log (engine.ReadTime: key expiry).
 //   - KindLocal: answered here by the handler attached to the row
 //     (handlers.go; the server refuses to start if a row lacks one):
 //     connection state, INFO, CONFIG, CLIENT, CLUSTER, COMMAND, keyspace
-//     fan-out over local shards.
+//     fan-out over local shards, RAFTSTREAM RETENTION (retention.go: to
+//     every shard's log, through other nodes for the shards they lead).
 //
 // The server never implements stream semantics: the engine does.
 //

@@ -57,6 +57,7 @@ func localHandlers() map[string]localFunc {
 		// raftstream administration (admin_cmds.go)
 		"raftstream|status": cmdRaftstreamStatus, "raftstream|transfer-leader": cmdRaftstreamTransferLeader,
 		"raftstream|snapshot": cmdRaftstreamSnapshot, "raftstream|remove-node": cmdRaftstreamRemoveNode,
+		"raftstream|retention": cmdRaftstreamRetention, // retention.go
 		// command (command_cmd.go)
 		"command": cmdCommand, "command|count": cmdCommandCount, "command|info": cmdCommandInfo,
 		"command|docs": cmdCommandDocs, "command|getkeys": cmdCommandGetKeys, "command|list": cmdCommandList,

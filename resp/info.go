@@ -184,8 +184,8 @@ func (s *Server) infoSection(c *client, b *strings.Builder, sec string) {
 	case "cluster":
 		w.kv("cluster_enabled", boolInt(s.cfg.ClusterMode))
 	case "keyspace":
-		if r, ok := cmdDBSize(s, c, [][]byte{[]byte("DBSIZE")}).(engine.Integer); ok && r > 0 {
-			fmt.Fprintf(b, "db0:keys=%d,expires=0,avg_ttl=0\r\n", int64(r))
+		if ki, er := s.keyspaceInfo(c); er == nil && ki.Keys > 0 {
+			fmt.Fprintf(b, "db0:keys=%d,expires=%d,avg_ttl=%d\r\n", ki.Keys, ki.Expires, ki.AvgTTL)
 		}
 	case "raft":
 		hosted, led := 0, 0

@@ -144,9 +144,9 @@ func (s *Server) waitUnit(f futureLike) ([]reply, error) {
 func (s *Server) readUnit(c *client, shard, slot int, unit [][][]byte) ([]reply, reply) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.WriteTimeout)
 	defer cancel()
-	now := nowMs()
 	out := make([]reply, len(unit))
 	err := s.be.Read(ctx, shard, c.readonly, func(e *engine.Engine) {
+		now := e.ReadTime(nowMs())
 		for i, argv := range unit {
 			out[i] = e.Exec(now, argv)
 		}

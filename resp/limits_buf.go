@@ -353,9 +353,9 @@ func (s *Server) readRunBounded(c *client, shard, slot int, unit [][][]byte) (ou
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.WriteTimeout)
 	defer cancel()
-	now := nowMs()
 	out = make([]reply, len(unit))
 	err := s.be.Read(ctx, shard, c.readonly, func(e *engine.Engine) {
+		now := e.ReadTime(nowMs())
 		var total int64
 		ran = 0
 		for i, argv := range unit {

@@ -301,8 +301,8 @@ func (s *Server) read(c *client, shard, slot int, argv [][]byte) reply {
 	var r reply
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.WriteTimeout)
 	defer cancel()
-	now := time.Now().UnixMilli()
-	err := s.be.Read(ctx, shard, c.readonly, func(e *engine.Engine) { r = e.Exec(now, argv) })
+	// The time is the serving replica's, taken after the read fence (expiry).
+	err := s.be.Read(ctx, shard, c.readonly, func(e *engine.Engine) { r = e.Exec(e.ReadTime(nowMs()), argv) })
 	if err != nil {
 		return s.mapReadError(err, slot)
 	}

@@ -439,7 +439,8 @@ func TestCommandTable(t *testing.T) {
 	// The table's arity, flags, key positions and categories match Redis 7
 	// for the stream commands (first six fields of COMMAND INFO and the
 	// categories; key specs and tips are compared separately by shape).
-	for _, name := range []string{"xadd", "xrange", "xrevrange", "xlen", "xack", "xpending", "xclaim", "xautoclaim", "xdel", "xtrim", "xsetid", "del", "exists", "type", "get", "set", "rename", "renamenx", "ping", "echo", "multi", "exec"} {
+	for _, name := range []string{"xadd", "xrange", "xrevrange", "xlen", "xack", "xpending", "xclaim", "xautoclaim", "xdel", "xtrim", "xsetid", "del", "exists", "type", "get", "set", "rename", "renamenx", "ping", "echo", "multi", "exec",
+		"expire", "pexpire", "expireat", "pexpireat", "ttl", "pttl", "expiretime", "pexpiretime", "persist", "getex"} {
 		got, want := commandInfoHead(do(t, c, "COMMAND", "INFO", name)), commandInfoHead(do(t, r, "COMMAND", "INFO", name))
 		if got != want {
 			t.Errorf("COMMAND INFO %s:\n got  %q\n want %q", name, got, want)

@@ -73,6 +73,8 @@ type options struct {
 	protoMaxBulkLen            int64
 	snapshotInterval           time.Duration
 	snapshotThreshold          uint64
+	expireInterval             time.Duration
+	retentionInterval          time.Duration
 	trailingLogs               uint64
 	heartbeat, election        time.Duration
 	shutdownTimeout            time.Duration
@@ -146,6 +148,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.Int64Var(&o.protoMaxBulkLen, "proto-max-bulk-len", 512<<20, "largest accepted argument in bytes")
 	fs.DurationVar(&o.snapshotInterval, "snapshot-interval", 10*time.Second, "how often the node considers snapshotting a shard")
 	fs.Uint64Var(&o.snapshotThreshold, "snapshot-threshold", 8192, "log entries since the last snapshot that trigger a new one")
+	fs.DurationVar(&o.expireInterval, "expire-interval", 100*time.Millisecond, "how often a shard leader removes expired keys through the log (negative = never; they stay absent to every command)")
+	fs.DurationVar(&o.retentionInterval, "retention-interval", 250*time.Millisecond, "how often a shard leader trims the streams its retention policies govern (negative = never)")
 	fs.Uint64Var(&o.trailingLogs, "trailing-logs", 1024, "log entries kept after a snapshot")
 	rd := fsm.DefaultConfig()
 	fs.DurationVar(&o.heartbeat, "raft-heartbeat-timeout", 0, fmt.Sprintf("Raft heartbeat timeout; also the leader lease when set (0 = the shard default: %v, lease %v)", rd.HeartbeatTimeout, rd.LeaderLeaseTimeout))
@@ -361,6 +365,8 @@ func clusterConfig(o *options, log *slog.Logger) cluster.Config {
 	c.Logger = log
 	c.SnapshotInterval = o.snapshotInterval
 	c.SnapshotThreshold = o.snapshotThreshold
+	c.ExpireInterval = o.expireInterval
+	c.RetentionInterval = o.retentionInterval
 	c.TrailingLogs = o.trailingLogs
 	c.LogStore = o.raftLogStore
 	c.NodeLogSegmentBytes = o.nodeLogSegmentBytes

@@ -652,6 +652,18 @@ func assertReplicasAgree(t *testing.T, addrs []string, d time.Duration) []byte {
 		{"XRANGE", r8DLQ, "-", "+"},
 		{"XINFO", "GROUPS", r8Key},
 	}
+	return readsAgree(t, addrs, reads, d, func(q []string, r []byte) []byte {
+		if q[0] == "XPENDING" && len(q) > 3 {
+			return maskPendingIdle(t, r)
+		}
+		return r
+	})
+}
+
+// readsAgree waits (until d) until every node, read with READONLY, answers
+// reads alike (each reply passed through mask), and returns the answers.
+func readsAgree(t *testing.T, addrs []string, reads [][]string, d time.Duration, mask func(q []string, r []byte) []byte) []byte {
+	t.Helper()
 	snapshot := func(addr string) ([]byte, error) {
 		c, err := testkit.Dial(addr)
 		if err != nil {
@@ -670,9 +682,7 @@ func assertReplicasAgree(t *testing.T, addrs []string, d time.Duration) []byte {
 			if r[0] == '-' {
 				return nil, fmt.Errorf("%v: %s", q, r)
 			}
-			if q[0] == "XPENDING" && len(q) > 3 {
-				r = maskPendingIdle(t, r)
-			}
+			r = mask(q, r)
 			out = append(out, fmt.Sprintf("%s\n", strings.Join(q, " "))...)
 			out = append(out, r...)
 			out = append(out, '\n')

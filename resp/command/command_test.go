@@ -26,7 +26,9 @@ func TestEngineExecutesWhatTheTableRoutesToIt(t *testing.T) {
 	}
 	var unreachable []string
 	for _, name := range engine.Commands() {
-		if !routed[name] {
+		// The engine's own log commands (RAFTSTREAM.EXPIRED, ...) are
+		// proposed by the shard leader, never sent by clients.
+		if !routed[name] && !strings.HasPrefix(name, "raftstream.") {
 			unreachable = append(unreachable, name)
 		}
 	}
