@@ -92,8 +92,11 @@ type Server struct {
 	fwd      *forwarder               // nil unless Config.Forwarding
 	sem      []chan struct{}          // per shard: pipelined writes in flight (MaxInFlight)
 	waiters  *waiters
-	nBlocked atomic.Int64 // connections currently waiting in a blocking read
-	cmdm     *cmdMetrics  // per-command counts and latencies (metrics_cmds.go)
+	nBlocked atomic.Int64  // connections currently waiting in a blocking read
+	cmdm     *cmdMetrics   // per-command counts and latencies (metrics_cmds.go)
+	hooks    atomic.Uint32 // hookMonitor, hookPause: what watches admitted commands (dispatch.go)
+	mon      monitors      // MONITOR connections (monitor.go)
+	pause    pauseState    // CLIENT PAUSE (client_cmds.go)
 
 	// draining is set by Shutdown; inflight counts command batches being
 	// executed so that Shutdown can let them finish.
@@ -252,9 +255,17 @@ func (s *Server) closed(cn *conn, err error) {
 		return
 	}
 	c.markClosed()
+	s.unmonitor(c)
 	s.mu.Lock()
 	delete(s.clients, c.id)
 	s.mu.Unlock()
+}
+
+// clientByID returns the connected client id, or nil.
+func (s *Server) clientByID(id int64) *client {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.clients[id]
 }
 
 // clientsSorted returns the connected clients by ID.

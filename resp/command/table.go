@@ -104,10 +104,12 @@ func init() {
 	memory := add(&Command{Name: "memory", Arity: -2, Categories: "@slow", Group: "server", Since: "4.0.0", Summary: "A container for memory diagnostics commands."})
 	sub(memory,
 		&Command{Name: "usage", Arity: -3, Flags: fRO, First: 2, Last: 2, Categories: "@read @slow", Kind: KindRead, Group: "server", Since: "4.0.0", Summary: "Estimates the memory usage of a key."},
+		&Command{Name: "help", Arity: 2, Flags: fHelp, Categories: "@slow", Kind: KindRead, Group: "server", Since: "4.0.0", Summary: "Show helpful text about the different subcommands"},
 	)
 	object := add(&Command{Name: "object", Arity: -2, Categories: "@slow", Group: "generic", Since: "2.2.3", Summary: "A container for object introspection commands."})
 	sub(object,
 		&Command{Name: "encoding", Arity: 3, Flags: fRO, First: 2, Last: 2, Categories: "@keyspace @read @slow", Kind: KindRead, Group: "generic", Since: "2.2.3", Summary: "Returns the internal encoding of a Redis object."},
+		&Command{Name: "help", Arity: 2, Flags: fHelp, Categories: "@keyspace @slow", Kind: KindRead, Group: "generic", Since: "6.2.0", Summary: "Show helpful text about the different subcommands"},
 	)
 
 	// ---- connection and server (answered by resp) ----
@@ -124,6 +126,7 @@ func init() {
 	add(&Command{Name: "time", Arity: 1, Flags: fLSF, Categories: "@fast", Tips: []string{"nondeterministic_output"}, Kind: KindLocal, Group: "server", Since: "2.6.0", Summary: "Returns the server time."})
 	add(&Command{Name: "wait", Arity: 3, Flags: FlagNoScript, Categories: "@slow @connection", Tips: []string{"request_policy:all_shards", "response_policy:agg_min"}, Kind: KindLocal, Group: "generic", Since: "3.0.0", Summary: "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed."})
 	add(&Command{Name: "info", Arity: -1, Flags: fHelp, Categories: "@slow @dangerous", Tips: []string{"nondeterministic_output", "request_policy:all_shards", "response_policy:special"}, Kind: KindLocal, Group: "server", Since: "1.0.0", Summary: "Returns information and statistics about the server."})
+	add(&Command{Name: "monitor", Arity: 1, Flags: fAdm, Categories: "@admin @slow @dangerous", Kind: KindLocal, Group: "server", Since: "1.0.0", Summary: "Listen for all requests received by the server in real time"})
 	add(&Command{Name: "debug", Arity: -2, Flags: fAdm, Categories: "@admin @slow @dangerous", Kind: KindLocal, Group: "server", Since: "1.0.0", Summary: "A container for debugging commands."})
 	add(&Command{Name: "multi", Arity: 1, Flags: FlagNoScript | fLSF | FlagAllowBusy, Categories: "@fast @transaction", Kind: KindLocal, Group: "transactions", Since: "1.2.0", Summary: "Starts a transaction."})
 	add(&Command{Name: "exec", Arity: 1, Flags: FlagNoScript | fHelp | FlagSkipSlowlog, Categories: "@slow @transaction", Kind: KindLocal, Group: "transactions", Since: "1.2.0", Summary: "Executes all commands in a transaction."})
@@ -145,17 +148,23 @@ func init() {
 		&Command{Name: "kill", Arity: -3, Flags: fAdm, Categories: ca, Kind: KindLocal, Group: "connection", Since: "2.4.0", Summary: "Terminates open connections."},
 		&Command{Name: "no-evict", Arity: 3, Flags: fAdm, Categories: ca, Kind: KindLocal, Group: "connection", Since: "7.0.0", Summary: "Sets the client eviction mode of the connection."},
 		&Command{Name: "no-touch", Arity: 3, Flags: fConn, Categories: cc, Kind: KindLocal, Group: "connection", Since: "7.2.0", Summary: "Controls whether commands sent by the client affect the LRU/LFU of accessed keys."},
+		&Command{Name: "pause", Arity: -3, Flags: fAdm, Categories: ca, Kind: KindLocal, Group: "connection", Since: "2.9.50", Summary: "Stop processing commands from clients for some time"},
+		&Command{Name: "unpause", Arity: 2, Flags: fAdm, Categories: ca, Kind: KindLocal, Group: "connection", Since: "6.2.0", Summary: "Resume processing of clients that were paused"},
+		&Command{Name: "unblock", Arity: -3, Flags: fAdm, Categories: ca, Kind: KindLocal, Group: "connection", Since: "5.0.0", Summary: "Unblock a client blocked in a blocking command from a different connection"},
+		&Command{Name: "help", Arity: 2, Flags: fHelp, Categories: cc, Kind: KindLocal, Group: "connection", Since: "5.0.0", Summary: "Show helpful text about the different subcommands"},
 	)
 	config := add(&Command{Name: "config", Arity: -2, Categories: "@slow", Group: "server", Since: "2.0.0", Summary: "A container for server configuration commands."})
 	sub(config,
 		&Command{Name: "get", Arity: -3, Flags: fAdm, Categories: "@admin @slow @dangerous", Kind: KindLocal, Group: "server", Since: "2.0.0", Summary: "Returns the effective values of configuration parameters."},
 		&Command{Name: "set", Arity: -4, Flags: fAdm, Categories: "@admin @slow @dangerous", Tips: []string{"request_policy:all_nodes", "response_policy:all_succeeded"}, Kind: KindLocal, Group: "server", Since: "2.0.0", Summary: "Sets configuration parameters in-flight."},
 		&Command{Name: "resetstat", Arity: 2, Flags: fAdm, Categories: "@admin @slow @dangerous", Kind: KindLocal, Group: "server", Since: "2.0.0", Summary: "Resets the server's statistics."},
+		&Command{Name: "help", Arity: 2, Flags: fHelp, Categories: "@slow", Kind: KindLocal, Group: "server", Since: "5.0.0", Summary: "Show helpful text about the different subcommands"},
 	)
 	function := add(&Command{Name: "function", Arity: -2, Categories: "@slow", Group: "scripting", Since: "7.0.0", Summary: "A container for function commands."})
 	sub(function,
 		&Command{Name: "flush", Arity: -2, Flags: FlagWrite | FlagNoScript, Categories: "@write @slow @scripting", Kind: KindLocal, Group: "scripting", Since: "7.0.0", Summary: "Deletes all libraries and functions."},
 		&Command{Name: "list", Arity: -2, Flags: FlagNoScript, Categories: "@slow @scripting", Kind: KindLocal, Group: "scripting", Since: "7.0.0", Summary: "Returns information about all libraries."},
+		&Command{Name: "help", Arity: 2, Flags: fHelp, Categories: "@slow @scripting", Kind: KindLocal, Group: "scripting", Since: "7.0.0", Summary: "Show helpful text about the different subcommands"},
 	)
 	cluster := add(&Command{Name: "cluster", Arity: -2, Categories: "@slow", Group: "cluster", Since: "3.0.0", Summary: "A container for Redis Cluster commands."})
 	sub(cluster,
@@ -167,6 +176,11 @@ func init() {
 		&Command{Name: "info", Arity: 2, Flags: FlagStale, Categories: "@slow", Tips: []string{"nondeterministic_output"}, Kind: KindLocal, Group: "cluster", Since: "3.0.0", Summary: "Returns information about the state of a node."},
 		&Command{Name: "countkeysinslot", Arity: 3, Flags: FlagStale, Categories: "@slow", Kind: KindLocal, Group: "cluster", Since: "3.0.0", Summary: "Returns the number of keys in a hash slot."},
 		&Command{Name: "getkeysinslot", Arity: 4, Flags: FlagStale, Categories: "@slow", Tips: []string{"nondeterministic_output"}, Kind: KindLocal, Group: "cluster", Since: "3.0.0", Summary: "Returns the key names in a hash slot."},
+		&Command{Name: "replicas", Arity: 3, Flags: FlagAdmin | FlagStale, Categories: "@admin @slow @dangerous", Tips: []string{"nondeterministic_output"}, Kind: KindLocal, Group: "cluster", Since: "5.0.0", Summary: "List replica nodes of the specified master node"},
+		&Command{Name: "links", Arity: 2, Flags: FlagStale, Categories: "@slow", Tips: []string{"nondeterministic_output"}, Kind: KindLocal, Group: "cluster", Since: "7.0.0", Summary: "Returns a list of all TCP links to and from peer nodes in cluster"},
+		// Redis 7.2.
+		&Command{Name: "myshardid", Arity: 2, Flags: FlagStale, Categories: "@slow", Tips: []string{"nondeterministic_output"}, Kind: KindLocal, Group: "cluster", Since: "7.2.0", Summary: "Returns the shard ID of a node."},
+		&Command{Name: "help", Arity: 2, Flags: fHelp, Categories: "@slow", Kind: KindLocal, Group: "cluster", Since: "5.0.0", Summary: "Show helpful text about the different subcommands"},
 	)
 	// ---- raftstream administration ----
 	rs := add(&Command{Name: "raftstream", Arity: -2, Categories: "@admin @slow @dangerous", Group: "server", Since: "7.0.0", Summary: "A container for raftstream administration commands."})
@@ -175,6 +189,7 @@ func init() {
 		&Command{Name: "transfer-leader", Arity: -3, Flags: FlagAdmin | FlagNoScript, Categories: "@admin @slow @dangerous", Kind: KindLocal, Group: "server", Since: "7.0.0", Summary: "Hands leadership of a shard led by this node to another replica."},
 		&Command{Name: "snapshot", Arity: -2, Flags: FlagAdmin | FlagNoScript, Categories: "@admin @slow @dangerous", Kind: KindLocal, Group: "server", Since: "7.0.0", Summary: "Takes a Raft snapshot of one or every shard replica hosted on this node."},
 		&Command{Name: "remove-node", Arity: 3, Flags: FlagAdmin | FlagNoScript, Categories: "@admin @slow @dangerous", Kind: KindLocal, Group: "server", Since: "7.0.0", Summary: "Drains a member (its replicas move, its leaderships are handed over) and drops it from the cluster."},
+		&Command{Name: "help", Arity: 2, Flags: fHelp, Categories: "@slow", Kind: KindLocal, Group: "server", Since: "7.0.0", Summary: "Show helpful text about the different subcommands"},
 	)
 	command := add(&Command{Name: "command", Arity: -1, Flags: fHelp, Categories: "@slow @connection", Tips: []string{"nondeterministic_output_order"}, Kind: KindLocal, Group: "server", Since: "2.8.13", Summary: "Returns detailed information about all commands."})
 	sub(command,
@@ -183,6 +198,7 @@ func init() {
 		&Command{Name: "docs", Arity: -2, Flags: fHelp, Categories: "@slow @connection", Tips: []string{"nondeterministic_output_order"}, Kind: KindLocal, Group: "server", Since: "7.0.0", Summary: "Returns documentary information about one, multiple or all commands."},
 		&Command{Name: "getkeys", Arity: -4, Flags: fHelp, Categories: "@slow @connection", Kind: KindLocal, Group: "server", Since: "2.8.13", Summary: "Extracts the key names from an arbitrary command."},
 		&Command{Name: "list", Arity: -2, Flags: fHelp, Categories: "@slow @connection", Tips: []string{"nondeterministic_output_order"}, Kind: KindLocal, Group: "server", Since: "7.0.0", Summary: "Returns a list of command names."},
+		&Command{Name: "help", Arity: 2, Flags: fHelp, Categories: "@slow @connection", Kind: KindLocal, Group: "server", Since: "5.0.0", Summary: "Show helpful text about the different subcommands"},
 	)
 	// COMMAND with no subcommand is answered by the container itself.
 	command.Kind = KindLocal
@@ -200,5 +216,6 @@ func init() {
 		&Command{Name: "cat", Arity: -2, Flags: FlagNoScript | FlagLoading | FlagStale, Categories: "@slow", Kind: KindLocal, Group: "server", Since: "6.0.0", Summary: "Lists the ACL categories, or the commands inside a category."},
 		&Command{Name: "log", Arity: -2, Flags: fAdm, Categories: cats, Kind: KindLocal, Group: "server", Since: "6.0.0", Summary: "Lists recent security events generated due to ACL rules."},
 		&Command{Name: "dryrun", Arity: -4, Flags: fAdm, Categories: cats, Kind: KindLocal, Group: "server", Since: "7.0.0", Summary: "Simulates the execution of a command by a user, without executing the command."},
+		&Command{Name: "help", Arity: 2, Flags: fHelp, Categories: "@slow", Kind: KindLocal, Group: "server", Since: "6.0.0", Summary: "Show helpful text about the different subcommands"},
 	)
 }
