@@ -89,6 +89,9 @@ type Command struct {
 	Group          string // COMMAND DOCS group
 	Since          string // COMMAND DOCS since
 	Summary        string // COMMAND DOCS summary
+	// Doc is the rest of COMMAND DOCS (arguments, history, ...), from the
+	// docs data files (docs.go); nil when they have none for the row.
+	Doc *Doc
 	// Sub maps a container's subcommand names (without the parent's) to
 	// their rows; nil for other commands.
 	Sub map[string]*Command
