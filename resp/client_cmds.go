@@ -370,11 +370,17 @@ func cmdClientPause(s *Server, c *client, argv [][]byte) reply {
 }
 
 func cmdClientUnpause(s *Server, c *client, argv [][]byte) reply {
-	s.pause.mu.Lock()
-	s.pause.until = time.Time{}
-	s.pause.mu.Unlock()
-	s.pause.wake()
+	s.pause.end()
 	return engine.OK
+}
+
+// end ends the pause (CLIENT UNPAUSE, and Shutdown, which lets the held
+// commands finish rather than wait out the pause).
+func (p *pauseState) end() {
+	p.mu.Lock()
+	p.until = time.Time{}
+	p.mu.Unlock()
+	p.wake()
 }
 
 // pauses reports whether a pause (ALL or WRITE) holds r back: under ALL

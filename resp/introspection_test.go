@@ -355,11 +355,19 @@ func unblockScenario(t *testing.T, addr string) []string {
 // TestClientUnblockLikeRedis: CLIENT UNBLOCK wakes clients blocked in XREAD
 // and XREADGROUP with the replies Redis gives.
 func TestClientUnblockLikeRedis(t *testing.T) {
-	rs, redis := startBoth(t)
-	got, want := unblockScenario(t, rs), unblockScenario(t, redis)
-	if strings.Join(got, "|") != strings.Join(want, "|") {
+	sameOnBoth(t, unblockScenario)
+}
+
+// sameOnBoth runs scenario against raftstream and redis-server and
+// requires the same outputs; it returns the servers' addresses.
+func sameOnBoth(t *testing.T, scenario func(*testing.T, string) []string) (rs, redis string) {
+	t.Helper()
+	rs, redis = startBoth(t)
+	got, want := scenario(t, rs), scenario(t, redis)
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("\n got  %q\n want %q", got, want)
 	}
+	return rs, redis
 }
 
 // monitorLine is a MONITOR line: timestamp, client address, arguments.
@@ -417,11 +425,7 @@ func monitorScenario(t *testing.T, addr string) []string {
 // the admitted commands, not the admin ones, credentials redacted, a
 // transaction's commands before its EXEC, arguments quoted as Redis does.
 func TestMonitorLikeRedis(t *testing.T) {
-	rs, redis := startBoth(t)
-	got, want := monitorScenario(t, rs), monitorScenario(t, redis)
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("monitor lines:\n got  %q\n want %q", got, want)
-	}
+	rs, redis := sameOnBoth(t, monitorScenario)
 	// A monitor keeps its connection for other commands, but not for the
 	// keyspace; RESET ends monitoring; nothing is fed once none monitors.
 	for name, addr := range map[string]string{"raftstream": rs, "redis": redis} {

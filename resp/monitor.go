@@ -68,17 +68,17 @@ func cmdMonitor(s *Server, c *client, argv [][]byte) reply {
 	// share the socket: conn.flush takes the lock too.
 	c.conn.wmu = new(sync.Mutex)
 	c.monitor = m
-	// +OK goes out before the first line (the replies before it are
-	// already in the buffer: MONITOR runs alone, after them).
-	c.write(engine.OK, c.proto)
-	if c.conn.flush() != nil {
-		return nil
-	}
-	go m.run()
+	// Fed from now on: every command run after the client reads +OK is
+	// shown. Its lines wait in the sink until the writer starts, after
+	// +OK is written (the replies before it are already in the buffer:
+	// MONITOR runs alone, after them).
 	s.mon.mu.Lock()
 	s.mon.sinks = append(append([]*monitorSink(nil), s.mon.sinks...), m)
-	s.mon.mu.Unlock()
 	s.setHook(hookMonitor, true)
+	s.mon.mu.Unlock()
+	c.write(engine.OK, c.proto)
+	_ = c.conn.flush() // a failed write ends the connection, and the sink with it
+	go m.run()
 	return nil
 }
 

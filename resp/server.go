@@ -178,8 +178,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	rs := s.rs
 	s.mu.Unlock()
 	// Blocked reads would wait forever: wake them first (they end without a
-	// reply; their connections are closed below).
+	// reply; their connections are closed below). Commands held by CLIENT
+	// PAUSE run now.
 	s.waiters.closeAll()
+	s.pause.end()
 	done := make(chan struct{})
 	go func() { s.inflight.Wait(); close(done) }()
 	var err error

@@ -2,8 +2,10 @@ package command
 
 // The rows. Arity, flags, key positions, categories, tips and docs are
 // Redis 7's (COMMAND INFO and COMMAND DOCS of redis-server 7.0, compared by
-// a test), plus Redis 8.x's stream additions and raftstream's own
-// RAFTSTREAM family and XGROUP SETDLQ.
+// tests; summaries are 7.0's word for word, the rest of the docs is in
+// docs/, see docs.go), plus the commands Redis added later that raftstream
+// answers (8.x's stream commands, CLIENT SETINFO, CLUSTER MYSHARDID, ...)
+// and raftstream's own RAFTSTREAM family and XGROUP SETDLQ.
 
 // the flag sets Redis uses most often
 const (
