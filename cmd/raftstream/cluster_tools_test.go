@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/raftstream/raftstream/resp/wire"
 )
 
 // clusterTool runs redis-cli --cluster sub addr until it exits 0 (the
@@ -73,6 +75,7 @@ func TestRedisCLIClusterCheck(t *testing.T) {
 				}
 			}
 			checkCluster(t, nodes[0].Addr, n)
+			checkTopologyReplies(t, nodes[0].Addr, n)
 			victim := nodes[n-1]
 			victim.Kill()
 			checkCluster(t, nodes[0].Addr, n-1)
@@ -80,5 +83,39 @@ func TestRedisCLIClusterCheck(t *testing.T) {
 			checkCluster(t, nodes[0].Addr, n)
 			checkCluster(t, victim.Addr, n)
 		})
+	}
+}
+
+// checkTopologyReplies: CLUSTER SLOTS lists every shard's leader and its
+// followers (three replicas each, the default replication factor), CLUSTER
+// LINKS a link to and from every other node, with a creation time.
+func checkTopologyReplies(t *testing.T, addr string, nodes int) {
+	t.Helper()
+	c := dial(t, addr)
+	v, err := wire.Parse([]byte(do(t, c, "CLUSTER", "SLOTS")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range v.([]any) {
+		if row := r.([]any); len(row)-2 != 3 {
+			t.Errorf("CLUSTER SLOTS range %v-%v has %d nodes, want the leader and 2 followers", row[0], row[1], len(row)-2)
+		}
+	}
+	// Links appear as the health poller hears from each member.
+	var links string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		links = do(t, c, "CLUSTER", "LINKS")
+		if strings.Count(links, "$9\r\ndirection\r\n") == 2*(nodes-1) || time.Now().After(deadline) {
+			break
+		}
+	}
+	if n := strings.Count(links, "$9\r\ndirection\r\n"); n != 2*(nodes-1) {
+		t.Errorf("CLUSTER LINKS has %d links, want %d: %q", n, 2*(nodes-1), links)
+	}
+	if strings.Contains(links, "create-time\r\n:0\r\n") {
+		t.Errorf("CLUSTER LINKS without a creation time: %q", links)
+	}
+	if got := do(t, c, "CLUSTER", "MYSHARDID"); !strings.HasPrefix(got, "$40\r\n") {
+		t.Errorf("CLUSTER MYSHARDID: %q", got)
 	}
 }
