@@ -548,3 +548,19 @@ func TestClusterIntrospection(t *testing.T) {
 		t.Errorf("SHARDS: %q", got)
 	}
 }
+
+// TestNewRowsMatchRedisCommandInfo: the rows added for MONITOR, CLIENT
+// PAUSE/UNPAUSE/UNBLOCK, CLUSTER REPLICAS/LINKS and the HELP subcommands have
+// Redis 7.0's arity, flags, key positions and categories.
+func TestNewRowsMatchRedisCommandInfo(t *testing.T) {
+	rs, redis := startBoth(t)
+	a, b := dial(t, rs), dial(t, redis)
+	for _, name := range []string{"monitor", "client|pause", "client|unpause", "client|unblock", "client|help",
+		"config|help", "command|help", "object|help", "memory|help", "acl|help", "cluster|help", "function|help",
+		"cluster|replicas", "cluster|links"} {
+		got, want := commandInfoHead(do(t, a, "COMMAND", "INFO", name)), commandInfoHead(do(t, b, "COMMAND", "INFO", name))
+		if got != want {
+			t.Errorf("COMMAND INFO %s:\n got  %q\n want %q", name, got, want)
+		}
+	}
+}
