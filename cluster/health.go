@@ -151,6 +151,13 @@ func (h *health) up(id string) bool {
 	return ok
 }
 
+// since reports when member id last started answering (zero: down).
+func (h *health) since(id string) time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.upSince[id]
+}
+
 // upFor reports how long member id has been answering without a miss (0
 // if down or its last poll went unanswered): the balancer's hysteresis.
 func (h *health) upFor(id string) time.Duration {

@@ -608,7 +608,11 @@ func (n *Node) Topology() Topology {
 	} else {
 		t.Epoch = st.members.Epoch
 		for _, m := range st.members.Nodes {
-			t.Nodes = append(t.Nodes, n.nodeInfo(m, m.ID == n.id || n.health.up(m.ID)))
+			ni := n.nodeInfo(m, m.ID == n.id || n.health.up(m.ID))
+			if m.ID != n.id && ni.Up {
+				ni.UpSince = n.health.since(m.ID)
+			}
+			t.Nodes = append(t.Nodes, ni)
 		}
 	}
 	for i := range t.Shards {

@@ -1,5 +1,7 @@
 package cluster
 
+import "time"
+
 // The views a node gives of the cluster: what CLUSTER SLOTS/SHARDS/NODES,
 // MOVED and INFO are built from. They are plain values, copied out under the
 // node's locks, so a caller may keep them.
@@ -19,6 +21,10 @@ type NodeInfo struct {
 	Port int    // announced RESP port
 	Bus  int    // cluster bus port
 	Up   bool
+	// UpSince is when this node last saw the member start answering its
+	// polls (CLUSTER LINKS create-time); zero for this node itself and for
+	// a member seen down.
+	UpSince time.Time
 }
 
 // ShardInfo is one shard: its slot range and replica set.

@@ -80,7 +80,14 @@ var xgroupHelp = []string{
 	"    Remove the specified group.",
 	"SETID <key> <groupname> <id|$> [ENTRIESREAD entries_read]",
 	"    Set the current group ID and entries_read counter.",
+	// raftstream's extension (deadletter.go): HELP lists what is answered.
+	xgroupHelpSetDLQ,
+	"    Move entries delivered more than <max-deliveries> times to the stream <dlq-key>",
+	"    (raftstream extension). OFF stops it.",
 }
+
+// xgroupHelpSetDLQ starts the SETDLQ lines of XGROUP HELP.
+const xgroupHelpSetDLQ = "SETDLQ <key> <groupname> (<max-deliveries> <dlq-key>|OFF)"
 
 type xgroupArgs struct {
 	sub         string // upper-case subcommand
@@ -139,7 +146,7 @@ func xgroupSyntax(argv [][]byte) (xgroupArgs, *Error) {
 				a.entriesRead = v
 				i += 2
 			default:
-				return a, subcommandSyntaxError(argv)
+				return a, SubcommandSyntaxError(argv)
 			}
 		}
 	}
@@ -172,7 +179,7 @@ func cmdXGroup(e *Engine, now int64, argv [][]byte) Reply {
 	n := len(argv)
 	switch {
 	case a.sub == "HELP" && n == 2:
-		return helpReply(argv[0], xgroupHelp)
+		return HelpReply(argv[0], xgroupHelp)
 	case a.sub == "CREATE" && n >= 5 && n <= 8:
 		var id ID
 		if string(argv[4]) == "$" {
@@ -227,7 +234,7 @@ func cmdXGroup(e *Engine, now int64, argv [][]byte) Reply {
 		}
 		return Integer(g.deleteConsumer(c))
 	}
-	return subcommandSyntaxError(argv)
+	return SubcommandSyntaxError(argv)
 }
 
 // ---- XREADGROUP -----------------------------------------------------------
@@ -619,8 +626,9 @@ func cmdXPending(e *Engine, now int64, argv [][]byte) Reply {
 // Argument parsing shared by the consumer-group commands, with Redis's exact
 // rules and error replies.
 
-// subcommandSyntaxError is addReplySubcommandSyntaxError.
-func subcommandSyntaxError(argv [][]byte) *Error {
+// SubcommandSyntaxError is addReplySubcommandSyntaxError: a known
+// subcommand given arguments it does not take.
+func SubcommandSyntaxError(argv [][]byte) *Error {
 	return Errorf("ERR unknown subcommand or wrong number of arguments for '%.128s'. Try %s HELP.",
 		argv[1], bytes.ToUpper(argv[0]))
 }
@@ -631,9 +639,12 @@ func unknownSubcommand(argv [][]byte) *Error {
 	return Errorf("ERR unknown subcommand '%.128s'. Try %s HELP.", argv[1], bytes.ToUpper(argv[0]))
 }
 
-// helpReply is addReplyHelp: a header, the lines, and the HELP footer, all
-// status replies.
-func helpReply(cmd []byte, lines []string) Reply {
+// HelpReply is Redis's addReplyHelp: a header naming cmd (upper-cased),
+// the lines, and the HELP footer, all status replies. The footer is 7.4's
+// ("Print this help."; 7.0 says "Prints"). The engine answers the HELP of
+// the containers it executes (XGROUP, XINFO, OBJECT, MEMORY); the server
+// uses it for the rest.
+func HelpReply(cmd []byte, lines []string) Reply {
 	out := make(Array, 0, len(lines)+3)
 	out = append(out, SimpleString(string(bytes.ToUpper(cmd))+" <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"))
 	for _, l := range lines {

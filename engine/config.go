@@ -209,6 +209,3 @@ func outOfRange[T int64 | uint64](v, lo, hi T) string {
 	return ""
 }
 
-// HelpReply is the reply of a server command's HELP subcommand (Redis's
-// addReplyHelp): a header naming cmd, the lines, and the HELP footer.
-func HelpReply(cmd []byte, lines ...string) Reply { return helpReply(cmd, lines) }

@@ -17,7 +17,8 @@ package engine_test
 //   - XINFO STREAM: the IDMP fields (idmp-duration ... iids-duplicates,
 //     added in 8.6) are dropped from the engine's reply.
 //   - XGROUP/XINFO HELP: the footer line ("Prints this help." in 7.0,
-//     "Print this help." in 7.4) is masked.
+//     "Print this help." in 7.4) is masked; XGROUP HELP's SETDLQ lines
+//     (raftstream's extension) are dropped from the engine's reply.
 // Everything else, including every error string and the order of fields, is
 // compared exactly. Time-dependent behaviour (IDLE filters, min-idle-time) is
 // exercised with values both sides agree on: 0, a huge minimum that matches
@@ -230,6 +231,12 @@ func groupMask(cmd []string, n *respNode, engineSide bool) {
 	case (name == "XINFO" || name == "XGROUP") && sub == "HELP":
 		if len(n.kids) > 0 {
 			n.kids[len(n.kids)-1] = maskedTime
+		}
+		for i, k := range n.kids {
+			if engineSide && strings.HasPrefix(k.str, "SETDLQ ") {
+				n.kids = append(n.kids[:i:i], n.kids[i+3:]...)
+				break
+			}
 		}
 	}
 }

@@ -12,6 +12,8 @@ func TestKeyless(t *testing.T) {
 	for _, line := range []string{
 		"XGROUP HELP",
 		"XINFO HELP",
+		"OBJECT HELP",
+		"MEMORY HELP",
 		"XREAD STREAMS",
 		"XREAD COUNT 1 STREAMS a",
 		"XREAD BLOCK 10 STREAMS a b c",

@@ -419,7 +419,7 @@ func cmdObject(e *Engine, now int64, argv [][]byte) Reply {
 		return BulkString(v.encoding())
 	}
 	if EqFold(argv[1], "HELP") && len(argv) == 2 {
-		return objectHelp()
+		return HelpReply(argv[0], objectHelp)
 	}
 	return Errorf("ERR unknown subcommand '%s'. Try OBJECT HELP.", argv[1])
 }
@@ -439,20 +439,12 @@ func (v *Value) encoding() string {
 	return "raw"
 }
 
-func objectHelp() Reply {
-	lines := []string{
-		"OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-		"ENCODING <key>",
-		"    Return the kind of internal representation used in order to store the value",
-		"    associated with a <key>.",
-		"HELP",
-		"    Print this help.",
-	}
-	out := make(Array, len(lines))
-	for i, l := range lines {
-		out[i] = SimpleString(l)
-	}
-	return out
+// objectHelp is Redis 7.0's OBJECT HELP text for the subcommands the
+// engine answers.
+var objectHelp = []string{
+	"ENCODING <key>",
+	"    Return the kind of internal representation used in order to store the value",
+	"    associated with a <key>.",
 }
 
 func arityAtLeast(argv [][]byte, n int, name string) *Error {

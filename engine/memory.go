@@ -26,9 +26,20 @@ const (
 	nackSize         = int(unsafe.Sizeof(NACK{}))
 )
 
+// memoryHelp is Redis 7.0's MEMORY HELP text for the subcommands the
+// engine answers.
+var memoryHelp = []string{
+	"USAGE <key> [SAMPLES <count>]",
+	"    Return memory in bytes used by <key> and its value. Nested values are",
+	"    sampled up to <count> times (default: 5, 0 means sample all).",
+}
+
 func cmdMemory(e *Engine, now int64, argv [][]byte) Reply {
 	if len(argv) < 2 {
 		return WrongArity("memory")
+	}
+	if EqFold(argv[1], "HELP") && len(argv) == 2 {
+		return HelpReply(argv[0], memoryHelp)
 	}
 	if !EqFold(argv[1], "USAGE") {
 		return Errorf("ERR unknown subcommand '%s'. Try MEMORY HELP.", argv[1])

@@ -12,7 +12,8 @@ func init() {
 var (
 	errInvalidStart = &Error{Msg: "ERR invalid start ID for the interval"}
 	errInvalidEnd   = &Error{Msg: "ERR invalid end ID for the interval"}
-	errUnbalanced   = &Error{Msg: "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified."}
+	// Redis 7.4's wording (7.0 says "Unbalanced XREAD list"; 8.0 adds "'+',").
+	errUnbalanced   = &Error{Msg: "ERR Unbalanced 'xread' list of streams: for each stream key an ID or '$' must be specified."}
 	errXReadGroup   = &Error{Msg: "ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead."}
 	errXReadNoAck   = &Error{Msg: "ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead."}
 	errXReadClaim   = &Error{Msg: "ERR The CLAIM option is only supported by XREADGROUP. You called XREAD instead."}

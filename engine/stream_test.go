@@ -96,6 +96,37 @@ func TestXReadLast(t *testing.T) {
 	}
 }
 
+// TestStream74Replies checks replies where Redis 7.4 differs from the 7.0
+// the differential tests run against (7.4's t_stream.c).
+func TestStream74Replies(t *testing.T) {
+	e := New(DefaultConfig())
+	unbalanced := "-ERR Unbalanced 'xread' list of streams: for each stream key an ID or '$' must be specified."
+	below := "-ERR The ID specified in XSETID is smaller than current max_deleted_entry_id"
+	runSteps(t, e, []step{
+		{1, "XREAD STREAMS s t 0", unbalanced},
+		{1, "XREAD COUNT 1 STREAMS s t u 0 0", unbalanced},
+		{1, "XREAD STREAMS STREAMS s 0", unbalanced},
+		{1, "XADD s 1-1 f 1", "1-1"},
+		{1, "XADD s 2-1 f 2", "2-1"},
+		{1, "XADD s 3-1 f 3", "3-1"},
+		{1, "XDEL s 2-1 3-1", "2"},
+		// 7.0 takes 2-0 (above the top item 1-1) and would let XADD
+		// reuse the deleted 2-1.
+		{1, "XSETID s 2-0", below},
+		// The current max-deleted-entry-id is checked before a new one
+		// given with MAXDELETEDID replaces it.
+		{1, "XSETID s 3-0 MAXDELETEDID 1-0", below},
+		// Checked before the top item: this ID is below both.
+		{1, "XSETID s 0-5", below},
+		{1, "XSETID s 3-1", "+OK"},
+		{1, "XADD s 3-1 f 4", "-ERR The ID specified in XADD is equal or smaller than the target stream top item"},
+		// An emptied stream keeps its max-deleted-entry-id.
+		{1, "XTRIM s MAXLEN 0", "1"},
+		{1, "XSETID s 3-0", below},
+		{1, "XSETID s 4-0", "+OK"},
+	})
+}
+
 func TestXReadBlockParsed(t *testing.T) {
 	e := New(DefaultConfig())
 	if r := execS(e, 100, "XREAD", "BLOCK", "0", "STREAMS", "s", "$"); r != (NullArray{}) {

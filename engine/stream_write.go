@@ -38,6 +38,7 @@ var (
 	errStreamExhausted  = &Error{Msg: "ERR The stream has exhausted the last possible ID, unable to add more items"}
 	errXSetIDSmall      = &Error{Msg: "ERR The ID specified in XSETID is smaller than the target stream top item"}
 	errXSetIDArgMaxDel  = &Error{Msg: "ERR The ID specified in XSETID is smaller than the provided max_deleted_entry_id"}
+	errXSetIDMaxDel     = &Error{Msg: "ERR The ID specified in XSETID is smaller than current max_deleted_entry_id"}
 	errXSetIDEntries    = &Error{Msg: "ERR The entries_added specified in XSETID is smaller than the target stream length"}
 	errEntriesAddedNeg  = &Error{Msg: "ERR entries_added must be positive"}
 	errElementsTooLarge = &Error{Msg: "ERR Elements are too large to be stored"}
@@ -456,6 +457,11 @@ func cmdXSetID(e *Engine, now int64, argv [][]byte) Reply {
 	}
 	if s == nil {
 		return ErrNoSuchKey
+	}
+	// Redis 7.4 (7.0 lacks the check): the last ID never goes below an
+	// entry already deleted, or a later XADD could reuse a deleted ID.
+	if a.id.Less(s.MaxDeletedID) {
+		return errXSetIDMaxDel
 	}
 	if s.Length > 0 {
 		top, _ := s.lastLive()

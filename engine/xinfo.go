@@ -32,7 +32,7 @@ func cmdXInfo(e *Engine, now int64, argv [][]byte) Reply {
 		return err
 	}
 	if sub == "HELP" {
-		return helpReply(argv[0], xinfoHelp)
+		return HelpReply(argv[0], xinfoHelp)
 	}
 	key := argv[2]
 	s, werr := e.lookupStream(key, now)
@@ -88,7 +88,7 @@ func cmdXInfo(e *Engine, now int64, argv [][]byte) Reply {
 		}
 		return r
 	}
-	return subcommandSyntaxError(argv)
+	return SubcommandSyntaxError(argv)
 }
 
 func entriesReadReply(g *Group) Reply {
@@ -112,14 +112,14 @@ func xinfoStream(s *Stream, argv [][]byte, cfg Config) Reply {
 	count := int64(10)
 	if full {
 		if len(opts) != 1 && len(opts) != 3 {
-			return subcommandSyntaxError(argv)
+			return SubcommandSyntaxError(argv)
 		}
 		if !EqFold(opts[0], "FULL") {
-			return subcommandSyntaxError(argv)
+			return SubcommandSyntaxError(argv)
 		}
 		if len(opts) == 3 {
 			if !EqFold(opts[1], "COUNT") {
-				return subcommandSyntaxError(argv)
+				return SubcommandSyntaxError(argv)
 			}
 			v, err := intArg(opts[2], "")
 			if err != nil {

@@ -268,7 +268,7 @@ func (s *Server) blockingRead(c *client, cmd *command.Command, shard, slot int, 
 		if woken {
 			s.waiters.passOn(w, shard, keys)
 		}
-		s.setBlocked(c, true)
+		s.setBlocked(c)
 		woke := false
 		for !woke {
 			select {
@@ -277,21 +277,29 @@ func (s *Server) blockingRead(c *client, cmd *command.Command, shard, slot int, 
 			case <-recheck:
 				woke = true
 			case <-deadline:
-				s.setBlocked(c, false)
+				if u := s.endBlocked(c); u != nil {
+					return u
+				}
 				return engine.NullArray{}
 			case <-poll.C:
 				if c.isClosed() || peerClosed(c) {
-					s.setBlocked(c, false)
+					s.endBlocked(c)
 					c.markClosed()
 					return nil
 				}
 				if r := s.notLeading(c, shard, slot); r != nil {
-					s.setBlocked(c, false)
+					if u := s.endBlocked(c); u != nil {
+						return u
+					}
 					return r
 				}
 			}
 		}
-		s.setBlocked(c, false)
+		// CLIENT UNBLOCK ends the wait with its reply, before another
+		// attempt could take entries.
+		if u := s.endBlocked(c); u != nil {
+			return u
+		}
 		if c.isClosed() || s.waiters.isClosed() {
 			return nil
 		}
@@ -320,15 +328,40 @@ func (s *Server) notLeading(c *client, shard, slot int) reply {
 	return s.mapError(&fsm.NotLeaderError{LeaderID: leader}, slot)
 }
 
-// setBlocked marks c as waiting (or not) for INFO's blocked_clients.
-func (s *Server) setBlocked(c *client, on bool) {
-	if c.blocked.Swap(on) != on {
-		if on {
-			s.nBlocked.Add(1)
-		} else {
-			s.nBlocked.Add(-1)
-		}
+// A connection's place in a blocking read (client.block). CLIENT UNBLOCK
+// moves a waiting connection to one of the unblocked states (a
+// compare-and-swap from blockWaiting, so it cannot catch a connection that
+// has stopped waiting); the connection then answers with that reply.
+const (
+	blockNone             int32 = iota
+	blockWaiting                // waiting for a write, its timeout or CLIENT UNBLOCK
+	blockUnblockedTimeout       // CLIENT UNBLOCK id [TIMEOUT]: answer as if timed out
+	blockUnblockedError         // CLIENT UNBLOCK id ERROR: answer -UNBLOCKED
+)
+
+// setBlocked marks c as waiting (INFO blocked_clients, CLIENT LIST flag b,
+// CLIENT UNBLOCK).
+func (s *Server) setBlocked(c *client) {
+	if c.block.Swap(blockWaiting) == blockNone {
+		s.nBlocked.Add(1)
 	}
+}
+
+// endBlocked ends c's wait. It returns the reply CLIENT UNBLOCK chose when
+// it ended the wait (a null array for TIMEOUT, the UNBLOCKED error for
+// ERROR), else nil.
+func (s *Server) endBlocked(c *client) reply {
+	st := c.block.Swap(blockNone)
+	if st != blockNone {
+		s.nBlocked.Add(-1)
+	}
+	switch st {
+	case blockUnblockedTimeout:
+		return engine.NullArray{}
+	case blockUnblockedError:
+		return errUnblocked
+	}
+	return nil
 }
 
 // attempt runs one non-blocking try of a blocked read.

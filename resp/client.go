@@ -33,14 +33,17 @@ type client struct {
 	pipe      pipeBufs    // runPipeline's buffers (server.go)
 	batching  bool        // in runPipeline, which sets lastAt once at its end
 
-	multi    *multiState // non-nil between MULTI and EXEC/DISCARD
-	lastExec [][][]byte  // the commands of the last EXEC (for forwarding)
-	wait     waitState   // the last write's log position (wait.go)
+	multi    *multiState  // non-nil between MULTI and EXEC/DISCARD
+	lastExec [][][]byte   // the commands of the last EXEC (for forwarding)
+	wait     waitState    // the last write's log position (wait.go)
+	monitor  *monitorSink // non-nil once MONITOR made this a monitor (monitor.go)
 
-	mu      sync.Mutex // guards name, libName, libVer and pub
+	mu      sync.Mutex // guards name, libName, libVer, noEvict, noTouch and pub
 	name    string
 	libName string
 	libVer  string
+	noEvict bool // CLIENT NO-EVICT on (shown in CLIENT LIST; nothing is evicted)
+	noTouch bool // CLIENT NO-TOUCH on (shown in CLIENT LIST; keys have no LRU)
 	// pub is a copy of the connection-owned fields above for CLIENT LIST
 	// and CLIENT INFO, which run on other connections' goroutines.
 	pub struct {
@@ -49,13 +52,16 @@ type client struct {
 		multi    int
 		cmd      string
 		user     string // ACL user ("" = default)
+		monitor  bool
 	}
 
 	// out counts and limits the output not yet written (limits_buf.go);
 	// nil for connections not accepted by Serve.
 	out *outConn
 
-	blocked   atomic.Bool
+	// block is where the connection is in a blocking read (block.go):
+	// blockNone, blockWaiting, or the reply CLIENT UNBLOCK chose for it.
+	block     atomic.Int32
 	closedFlg atomic.Bool
 	lastAt    atomic.Int64 // unix ms of the last command
 }
@@ -129,6 +135,7 @@ func (c *client) publish() {
 	c.mu.Lock()
 	c.pub.proto, c.pub.readonly, c.pub.multi, c.pub.cmd = c.proto, c.readonly, multi, c.lastCmdName
 	c.pub.user = c.userName()
+	c.pub.monitor = c.monitor != nil
 	c.mu.Unlock()
 }
 
@@ -156,22 +163,37 @@ func (c *client) getName() string {
 	return c.name
 }
 
-// infoLine is the CLIENT LIST / CLIENT INFO line, in Redis's field order.
+// publishedUser is the ACL user the connection last ran a command as
+// (other goroutines).
+func (c *client) publishedUser() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pub.user == "" {
+		return "default"
+	}
+	return c.pub.user
+}
+
+// infoLine is the CLIENT LIST / CLIENT INFO line, in Redis's field order
+// (7.0's fields, then 7.2's lib-name and lib-ver, set by CLIENT SETINFO).
+// The flags are Redis's letters, in its order: O (monitor), x (in MULTI),
+// b (blocked), r (READONLY), e (NO-EVICT), T (NO-TOUCH); N for none.
 func (c *client) infoLine() string {
 	c.mu.Lock()
-	name, lib, ver, pub := c.name, c.libName, c.libVer, c.pub
+	name, lib, ver, pub, noEvict, noTouch := c.name, c.libName, c.libVer, c.pub, c.noEvict, c.noTouch
 	c.mu.Unlock()
 	now := time.Now()
-	flags := ""
-	if c.blocked.Load() {
-		flags += "b"
+	var fl []byte
+	for _, f := range []struct {
+		on   bool
+		flag byte
+	}{{pub.monitor, 'O'}, {pub.multi >= 0, 'x'}, {c.block.Load() != blockNone, 'b'}, {pub.readonly, 'r'},
+		{noEvict, 'e'}, {noTouch, 'T'}} {
+		if f.on {
+			fl = append(fl, f.flag)
+		}
 	}
-	if pub.readonly {
-		flags += "r"
-	}
-	if pub.multi >= 0 {
-		flags += "x"
-	}
+	flags := string(fl)
 	if flags == "" {
 		flags = "N"
 	}

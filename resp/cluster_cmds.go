@@ -1,6 +1,8 @@
 package resp
 
 import (
+	"crypto/sha1"
+	"encoding/hex"
 	"fmt"
 	"sort"
 	"strings"
@@ -57,12 +59,18 @@ func shardNodes(top cluster.Topology, sh cluster.ShardInfo) []cluster.NodeInfo {
 	return append(out, self...)
 }
 
+// cmdClusterSlots lists each shard's slot range with its leader first and
+// its followers as replicas (where READONLY connections may read); a
+// follower seen down is left out, as Redis leaves out failed replicas.
 func cmdClusterSlots(s *Server, c *client, argv [][]byte) reply {
 	top := s.be.Topology()
 	out := engine.Array{}
 	for _, sh := range top.Shards {
 		row := engine.Array{engine.Integer(sh.FirstSlot), engine.Integer(sh.LastSlot)}
-		for _, n := range shardNodes(top, sh) {
+		for i, n := range shardNodes(top, sh) {
+			if i > 0 && !n.Up {
+				continue
+			}
 			row = append(row, engine.Array{engine.Bulk(n.Host), engine.Integer(n.Port), engine.Bulk(n.ID), engine.Map{}})
 		}
 		out = append(out, row)
@@ -107,7 +115,11 @@ func cmdClusterShards(s *Server, c *client, argv [][]byte) reply {
 
 // cmdClusterNodes prints Redis's CLUSTER NODES lines. Every node is shown as
 // a master of the shards it leads (a node leading none is shown as a master
-// without slots: Raft replicas are not Redis replicas of one master).
+// without slots): a node leads some shards and follows others, which a
+// NODES line (one role per node) cannot say, so the followers of a shard
+// appear in CLUSTER SLOTS and SHARDS only. Every node shows the
+// membership epoch as its config epoch; slot ownership changes with Raft
+// leadership, not with epochs (deploy/OPERATIONS.md).
 func cmdClusterNodes(s *Server, c *client, argv [][]byte) reply {
 	top := s.be.Topology()
 	nodes := append([]cluster.NodeInfo(nil), top.Nodes...)
@@ -237,6 +249,61 @@ func cmdClusterGetKeys(s *Server, c *client, argv [][]byte) reply {
 	out := engine.Array{}
 	for i := 0; i < len(keys) && int64(i) < n; i++ {
 		out = append(out, engine.Bulk(keys[i]))
+	}
+	return out
+}
+
+// cmdClusterReplicas implements CLUSTER REPLICAS node-id. CLUSTER NODES
+// shows every node as a master with no replica (cmdClusterNodes), so the
+// answer, consistent with it, is an empty list for every known node; a
+// shard's followers are listed by CLUSTER SLOTS and SHARDS.
+func cmdClusterReplicas(s *Server, c *client, argv [][]byte) reply {
+	if _, ok := nodeByID(s.be.Topology(), string(argv[2])); !ok {
+		return errorf("ERR Unknown node %s", argv[2])
+	}
+	return engine.Array{}
+}
+
+// cmdClusterMyShardID implements CLUSTER MYSHARDID (Redis 7.2). In CLUSTER
+// NODES each node is a master of its own, so each is its own Redis shard:
+// the ID is derived from the node ID (SHA-1 of "shard:" and the node ID),
+// stable across restarts and the same wherever it is computed.
+func cmdClusterMyShardID(s *Server, c *client, argv [][]byte) reply {
+	return engine.Bulk(shardID(s.be.Topology().MyID))
+}
+
+func shardID(nodeID string) string {
+	sum := sha1.Sum([]byte("shard:" + nodeID))
+	return hex.EncodeToString(sum[:])
+}
+
+// cmdClusterLinks implements CLUSTER LINKS: for every other member this
+// node reaches, the outbound ("to") and inbound ("from") link, as Redis
+// lists a peer's two cluster-bus links, created when the member last
+// started answering. The bus multiplexes every Raft group and the
+// membership polls over those connections; their buffers are not
+// accounted, so both sizes are 0.
+func cmdClusterLinks(s *Server, c *client, argv [][]byte) reply {
+	top := s.be.Topology()
+	out := engine.Array{}
+	for _, n := range top.Nodes {
+		if n.ID == top.MyID || !n.Up {
+			continue
+		}
+		created := int64(0)
+		if !n.UpSince.IsZero() {
+			created = n.UpSince.UnixMilli()
+		}
+		for _, dir := range []string{"to", "from"} {
+			out = append(out, engine.Map{
+				engine.Bulk("direction"), engine.Bulk(dir),
+				engine.Bulk("node"), engine.Bulk(n.ID),
+				engine.Bulk("create-time"), engine.Integer(created),
+				engine.Bulk("events"), engine.Bulk("r"),
+				engine.Bulk("send-buffer-allocated"), engine.Integer(0),
+				engine.Bulk("send-buffer-used"), engine.Integer(0),
+			})
+		}
 	}
 	return out
 }

@@ -119,11 +119,31 @@ func cmdCommandInfo(s *Server, c *client, argv [][]byte) reply {
 	return out
 }
 
+// commandDocs is cmd's COMMAND DOCS entry, in Redis 7.0's field order:
+// the row's summary, since and group, then its Doc (docs data).
 func commandDocs(cmd *command.Command) engine.Map {
 	m := engine.Map{
 		engine.Bulk("summary"), engine.Bulk(cmd.Summary),
 		engine.Bulk("since"), engine.Bulk(cmd.Since),
 		engine.Bulk("group"), engine.Bulk(cmd.Group),
+	}
+	if d := cmd.Doc; d != nil {
+		m = appendIf(m, "complexity", d.Complexity)
+		if len(d.DocFlags) > 0 {
+			m = append(m, engine.Bulk("doc_flags"), statusSet(d.DocFlags))
+		}
+		m = appendIf(m, "deprecated_since", d.DeprecatedSince)
+		m = appendIf(m, "replaced_by", d.ReplacedBy)
+		if len(d.History) > 0 {
+			h := engine.Set{}
+			for _, e := range d.History {
+				h = append(h, engine.Array{engine.Bulk(e[0]), engine.Bulk(e[1])})
+			}
+			m = append(m, engine.Bulk("history"), h)
+		}
+		if len(d.Arguments) > 0 {
+			m = append(m, engine.Bulk("arguments"), docArgs(d.Arguments))
+		}
 	}
 	if cmd.Sub != nil {
 		subs := engine.Map{}
@@ -133,6 +153,38 @@ func commandDocs(cmd *command.Command) engine.Map {
 		m = append(m, engine.Bulk("subcommands"), subs)
 	}
 	return m
+}
+
+// appendIf adds the field k with the bulk value v to m unless v is empty.
+func appendIf(m engine.Map, k, v string) engine.Map {
+	if v == "" {
+		return m
+	}
+	return append(m, engine.Bulk(k), engine.Bulk(v))
+}
+
+// docArgs is an argument list of COMMAND DOCS (Redis's
+// addReplyCommandArgList).
+func docArgs(args []command.Arg) engine.Array {
+	out := make(engine.Array, 0, len(args))
+	for _, a := range args {
+		m := engine.Map{engine.Bulk("name"), engine.Bulk(a.Name), engine.Bulk("type"), engine.Bulk(a.Type)}
+		if a.KeySpecIndex != nil {
+			m = append(m, engine.Bulk("key_spec_index"), engine.Integer(*a.KeySpecIndex))
+		}
+		m = appendIf(m, "token", a.Token)
+		m = appendIf(m, "summary", a.Summary)
+		m = appendIf(m, "since", a.Since)
+		m = appendIf(m, "deprecated_since", a.DeprecatedSince)
+		if len(a.Flags) > 0 {
+			m = append(m, engine.Bulk("flags"), statusSet(a.Flags))
+		}
+		if a.Type == "oneof" || a.Type == "block" {
+			m = append(m, engine.Bulk("arguments"), docArgs(a.Arguments))
+		}
+		out = append(out, m)
+	}
+	return out
 }
 
 func cmdCommandDocs(s *Server, c *client, argv [][]byte) reply {

@@ -399,14 +399,3 @@ func cmdConfigRewrite(s *Server, c *client, argv [][]byte) reply {
 	return errorf("ERR The server is running without a config file")
 }
 
-func cmdConfigHelp(s *Server, c *client, argv [][]byte) reply {
-	return engine.HelpReply(argv[0],
-		"GET <pattern>",
-		"    Return parameters matching the glob-like <pattern> and their values.",
-		"SET <directive> <value>",
-		"    Set the configuration <directive> to <value>.",
-		"RESETSTAT",
-		"    Reset statistics reported by the INFO command.",
-		"REWRITE",
-		"    Rewrite the configuration file.")
-}

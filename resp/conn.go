@@ -38,6 +38,9 @@ type conn struct {
 	addr   string
 	closed bool
 	client *client
+	// wmu is set, by the connection's goroutine, when another goroutine
+	// writes to nc too (a MONITOR connection's feed): flush takes it.
+	wmu *sync.Mutex
 }
 
 // maxKeptOut is the largest reply buffer a connection keeps once written:
@@ -54,7 +57,13 @@ func (c *conn) writeRaw(p []byte) { c.out = append(c.out, p...) }
 // nothing more and returns that failure.
 func (c *conn) flush() error {
 	if len(c.out) > 0 && c.werr == nil {
-		_, c.werr = c.nc.Write(c.out)
+		if c.wmu != nil {
+			c.wmu.Lock()
+			_, c.werr = c.nc.Write(c.out)
+			c.wmu.Unlock()
+		} else {
+			_, c.werr = c.nc.Write(c.out)
+		}
 	}
 	if cap(c.out) > maxKeptOut {
 		c.out = nil

@@ -87,6 +87,48 @@ func (s *Server) check(c *client, r *request) *errReply {
 	if r.crossSlot {
 		return errCrossSlot
 	}
+	if s.hooks.Load() != 0 {
+		return s.hooked(c, r)
+	}
+	return nil
+}
+
+// The hooks word says which of the features that watch every admitted
+// command are on: a connection is monitoring (MONITOR, monitor.go), a
+// CLIENT PAUSE is set (client_cmds.go). While both are off, which is
+// nearly always, admission pays one atomic load for them.
+const (
+	hookMonitor uint32 = 1 << iota
+	hookPause
+)
+
+func (s *Server) setHook(h uint32, on bool) {
+	if on {
+		s.hooks.Or(h)
+	} else {
+		s.hooks.And(^h)
+	}
+}
+
+// hooked runs the hooks on an admitted command, in Redis's order: a
+// monitor may not touch the keyspace; the command is shown to the monitors
+// (except admin commands, the commands queued in a transaction, which are
+// shown when EXEC runs them, and EXEC, shown after them: cmdExec); then it
+// waits while a CLIENT PAUSE holds it back.
+func (s *Server) hooked(c *client, r *request) *errReply {
+	h := s.hooks.Load()
+	if h&hookMonitor != 0 {
+		if c.monitor != nil && r.cmd.Flags&(command.FlagWrite|command.FlagReadonly) != 0 {
+			return errMonitorKeyspace
+		}
+		queued := c.multi != nil && !r.endsMulti()
+		if monitored(r.cmd) && !queued && r.cmd.Name != "exec" {
+			s.feedMonitors(c, r.argv)
+		}
+	}
+	if h&hookPause != 0 {
+		s.pauseWait(c, r)
+	}
 	return nil
 }
 
@@ -153,6 +195,11 @@ func (s *Server) runOne(c *client, r *request, start time.Time) {
 		c.writeRaw(raw)
 	} else {
 		c.write(rep, c.proto)
+	}
+	if m := c.monitor; m != nil {
+		// A monitor's own commands (never batched: it may not touch
+		// the keyspace) show after their replies.
+		m.writeSelf()
 	}
 }
 

@@ -39,6 +39,20 @@
 // latencystats (metrics_cmds.go), the slow log (slowlog.go) and the latency
 // monitor (latency.go).
 //
+// # What watches every command
+//
+// MONITOR (monitor.go) and CLIENT PAUSE (client_cmds.go) see each admitted
+// command at the end of admission (dispatch.go hooked), behind one word of
+// hook bits: while nobody monitors and no pause is set, the command path
+// pays one atomic load for them. Monitor lines are written by a goroutine
+// per monitor, never by the connection that ran the command.
+//
+// # Introspection
+//
+// HELP of the containers the server answers is Redis 7.0's text filtered to
+// the subcommands the table has (help.go); COMMAND DOCS comes from the
+// docs data of resp/command; CLIENT follows Redis 7 (client_cmds.go).
+//
 // # Pipelining
 //
 // A connection's pipelined commands are taken together (pipeline.go):

@@ -26,7 +26,7 @@ func init() {
 }
 
 // localHandlers names the handler of each KindLocal command. The handlers
-// live in their family files (local.go, client.go, cluster_cmds.go, …).
+// live in their family files (local.go, client_cmds.go, cluster_cmds.go, …).
 func localHandlers() map[string]localFunc {
 	return map[string]localFunc{
 		// connection
@@ -36,24 +36,29 @@ func localHandlers() map[string]localFunc {
 		// transactions (multi.go)
 		"multi": cmdMulti, "exec": cmdExec, "discard": cmdDiscard, "unwatch": cmdUnwatch,
 		// server
-		"time": cmdTime, "wait": cmdWait, "waitaof": cmdWaitAOF, "info": cmdInfo, "debug": cmdDebug,
+		"time": cmdTime, "wait": cmdWait, "waitaof": cmdWaitAOF, "info": cmdInfo, "debug": cmdDebug, "monitor": cmdMonitor,
 		// configuration and diagnostics (config.go, slowlog.go, latency.go)
 		"config|get": cmdConfigGet, "config|set": cmdConfigSet, "config|resetstat": cmdConfigResetStat,
-		"config|rewrite": cmdConfigRewrite, "config|help": cmdConfigHelp,
-		"slowlog|get": cmdSlowlogGet, "slowlog|len": cmdSlowlogLen, "slowlog|reset": cmdSlowlogReset, "slowlog|help": cmdSlowlogHelp,
+		"config|rewrite": cmdConfigRewrite,
+		"slowlog|get": cmdSlowlogGet, "slowlog|len": cmdSlowlogLen, "slowlog|reset": cmdSlowlogReset, "slowlog|help": cmdHelp,
 		"latency|latest": cmdLatencyLatest, "latency|history": cmdLatencyHistory, "latency|reset": cmdLatencyReset,
-		"latency|doctor": cmdLatencyDoctor, "latency|help": cmdLatencyHelp,
+		"latency|doctor": cmdLatencyDoctor, "latency|help": cmdHelp,
 		"function|flush": cmdFunctionFlush, "function|list": cmdFunctionList,
+		// HELP of the containers the server answers (help.go)
+		"client|help": cmdHelp, "cluster|help": cmdHelp, "command|help": cmdHelp, "config|help": cmdHelp,
+		"acl|help": cmdHelp, "function|help": cmdHelp, "raftstream|help": cmdHelp,
 		// keyspace fan-out (keyspace.go)
 		"scan": cmdScan, "keys": cmdKeys, "dbsize": cmdDBSize, "flushall": cmdFlushAll, "flushdb": cmdFlushAll,
-		// client (client.go)
+		// client (client_cmds.go)
 		"client|id": cmdClientID, "client|getname": cmdClientGetName, "client|setname": cmdClientSetName,
 		"client|setinfo": cmdClientSetInfo, "client|info": cmdClientInfo, "client|list": cmdClientList,
 		"client|kill": cmdClientKill, "client|no-evict": cmdClientOnOff, "client|no-touch": cmdClientOnOff,
+		"client|pause": cmdClientPause, "client|unpause": cmdClientUnpause, "client|unblock": cmdClientUnblock,
 		// cluster (cluster_cmds.go)
 		"cluster|keyslot": cmdClusterKeyslot, "cluster|myid": cmdClusterMyID, "cluster|slots": cmdClusterSlots,
 		"cluster|shards": cmdClusterShards, "cluster|nodes": cmdClusterNodes, "cluster|info": cmdClusterInfo,
 		"cluster|countkeysinslot": cmdClusterCountKeys, "cluster|getkeysinslot": cmdClusterGetKeys,
+		"cluster|replicas": cmdClusterReplicas, "cluster|links": cmdClusterLinks, "cluster|myshardid": cmdClusterMyShardID,
 		// raftstream administration (admin_cmds.go)
 		"raftstream|status": cmdRaftstreamStatus, "raftstream|transfer-leader": cmdRaftstreamTransferLeader,
 		"raftstream|snapshot": cmdRaftstreamSnapshot, "raftstream|remove-node": cmdRaftstreamRemoveNode,

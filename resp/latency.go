@@ -171,15 +171,3 @@ func cmdLatencyDoctor(s *Server, c *client, argv [][]byte) reply {
 	return engine.BulkString(b.String())
 }
 
-func cmdLatencyHelp(s *Server, c *client, argv [][]byte) reply {
-	return engine.HelpReply(argv[0],
-		"DOCTOR",
-		"    Return a human readable latency analysis report.",
-		"HISTORY <event>",
-		"    Return time-latency samples for the <event> class.",
-		"LATEST",
-		"    Return the latest latency samples for all events.",
-		"RESET [<event> ...]",
-		"    Reset latency data of one or more <event> classes.",
-		"    (default: reset all data for all event classes)")
-}

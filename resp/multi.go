@@ -72,8 +72,20 @@ func (s *Server) multiQueue(c *client, r *request) reply {
 // cmdExec runs the transaction: its engine commands are proposed as ONE
 // unit (one log entry, applied atomically) when any of them writes, or read
 // under one Read otherwise; server-local commands are answered in place.
-func cmdExec(s *Server, c *client, _ [][]byte) reply {
+func cmdExec(s *Server, c *client, argv [][]byte) reply {
 	m := c.multi
+	if s.hooks.Load()&hookMonitor != 0 {
+		// Monitors see the transaction's commands, then EXEC, as Redis
+		// shows them (after each runs).
+		if m != nil && !m.dirty {
+			for i, qc := range m.cmds {
+				if monitored(qc) {
+					s.feedMonitors(c, m.queue[i])
+				}
+			}
+		}
+		s.feedMonitors(c, argv)
+	}
 	if m == nil {
 		return errExecNoMulti
 	}

@@ -95,8 +95,11 @@ type Server struct {
 	fwd      *forwarder      // nil unless Config.Forwarding
 	sem      []chan struct{} // per shard: pipelined writes in flight (MaxInFlight)
 	waiters  *waiters
-	nBlocked atomic.Int64 // connections currently waiting in a blocking read
-	cmdm     *cmdMetrics  // per-command counts and latencies (metrics_cmds.go)
+	nBlocked atomic.Int64  // connections currently waiting in a blocking read
+	cmdm     *cmdMetrics   // per-command counts and latencies (metrics_cmds.go)
+	hooks    atomic.Uint32 // hookMonitor, hookPause: what watches admitted commands (dispatch.go)
+	mon      monitors      // MONITOR connections (monitor.go)
+	pause    pauseState    // CLIENT PAUSE (client_cmds.go)
 
 	// draining is set by Shutdown; inflight counts command batches being
 	// executed so that Shutdown can let them finish.
@@ -185,8 +188,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	rs := s.rs
 	s.mu.Unlock()
 	// Blocked reads would wait forever: wake them first (they end without a
-	// reply; their connections are closed below).
+	// reply; their connections are closed below). Commands held by CLIENT
+	// PAUSE run now.
 	s.waiters.closeAll()
+	s.pause.end()
 	done := make(chan struct{})
 	go func() { s.inflight.Wait(); close(done) }()
 	var err error
@@ -262,9 +267,17 @@ func (s *Server) closed(cn *conn, err error) {
 		return
 	}
 	c.markClosed()
+	s.unmonitor(c)
 	s.mu.Lock()
 	delete(s.clients, c.id)
 	s.mu.Unlock()
+}
+
+// clientByID returns the connected client id, or nil.
+func (s *Server) clientByID(id int64) *client {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.clients[id]
 }
 
 // clientsSorted returns the connected clients by ID.

@@ -170,15 +170,3 @@ func cmdSlowlogReset(s *Server, c *client, argv [][]byte) reply {
 	return engine.OK
 }
 
-func cmdSlowlogHelp(s *Server, c *client, argv [][]byte) reply {
-	return engine.HelpReply(argv[0],
-		"GET [<count>]",
-		"    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
-		"    Entries are made of:",
-		"    id, timestamp, time in microseconds, arguments array, client IP and port,",
-		"    client name",
-		"LEN",
-		"    Return the length of the slowlog.",
-		"RESET",
-		"    Reset the slowlog.")
-}

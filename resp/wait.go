@@ -163,8 +163,8 @@ func (s *Server) awaitReplicas(c *client, want, ms int64) int {
 	if ms > 0 {
 		deadline = time.Now().Add(time.Duration(ms) * time.Millisecond)
 	}
-	s.setBlocked(c, true)
-	defer s.setBlocked(c, false)
+	s.setBlocked(c)
+	defer s.endBlocked(c)
 	for {
 		slice := waitSlice
 		if !deadline.IsZero() {

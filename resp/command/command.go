@@ -1,6 +1,7 @@
 // Package command is raftstream's command table: for every command the
 // server answers, its arity, flags, key positions, ACL categories, where it
-// runs (Kind) and its COMMAND DOCS text. It is data and lookup only: the
+// runs (Kind) and its COMMAND DOCS text (summary, since and group in the
+// row, the rest as data: docs.go). It is data and lookup only: the
 // server attaches handlers to the KindLocal rows, the engine executes the
 // KindRead and KindWrite ones, and ACL rules and COMMAND replies are built
 // from the same rows. Nothing here does I/O or keeps state after init.
@@ -89,6 +90,9 @@ type Command struct {
 	Group          string // COMMAND DOCS group
 	Since          string // COMMAND DOCS since
 	Summary        string // COMMAND DOCS summary
+	// Doc is the rest of COMMAND DOCS (arguments, history, ...), from the
+	// docs data files (docs.go); nil when they have none for the row.
+	Doc *Doc
 	// Sub maps a container's subcommand names (without the parent's) to
 	// their rows; nil for other commands.
 	Sub map[string]*Command
