@@ -39,6 +39,8 @@ func localHandlers() map[string]localFunc {
 		"time": cmdTime, "wait": cmdWait, "waitaof": cmdWaitAOF, "info": cmdInfo, "debug": cmdDebug,
 		"config|get": cmdConfigGet, "config|set": cmdConfigSet, "config|resetstat": cmdConfigResetStat,
 		"function|flush": cmdFunctionFlush, "function|list": cmdFunctionList,
+		// persistence (save.go)
+		"save": cmdSave, "bgsave": cmdBgsave, "lastsave": cmdLastsave,
 		// keyspace fan-out (keyspace.go)
 		"scan": cmdScan, "keys": cmdKeys, "dbsize": cmdDBSize, "flushall": cmdFlushAll, "flushdb": cmdFlushAll,
 		// client (client.go)
@@ -52,6 +54,7 @@ func localHandlers() map[string]localFunc {
 		// raftstream administration (admin_cmds.go)
 		"raftstream|status": cmdRaftstreamStatus, "raftstream|transfer-leader": cmdRaftstreamTransferLeader,
 		"raftstream|snapshot": cmdRaftstreamSnapshot, "raftstream|remove-node": cmdRaftstreamRemoveNode,
+		"raftstream|backup": cmdRaftstreamBackup, // backup.go
 		// command (command_cmd.go)
 		"command": cmdCommand, "command|count": cmdCommandCount, "command|info": cmdCommandInfo,
 		"command|docs": cmdCommandDocs, "command|getkeys": cmdCommandGetKeys, "command|list": cmdCommandList,

@@ -94,6 +94,8 @@ type Server struct {
 	waiters  *waiters
 	nBlocked atomic.Int64 // connections currently waiting in a blocking read
 	cmdm     *cmdMetrics  // per-command counts and latencies (metrics_cmds.go)
+	backups  atomic.Int32 // open RAFTSTREAM BACKUP sessions (backup.go)
+	save     saveState    // SAVE and BGSAVE (save.go)
 
 	// draining is set by Shutdown; inflight counts command batches being
 	// executed so that Shutdown can let them finish.
@@ -252,6 +254,7 @@ func (s *Server) closed(cn *conn, err error) {
 		return
 	}
 	c.markClosed()
+	c.endBackup(errBackupClosed)
 	s.mu.Lock()
 	delete(s.clients, c.id)
 	s.mu.Unlock()
