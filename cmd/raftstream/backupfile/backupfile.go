@@ -223,20 +223,21 @@ func (w *Writer) EndShard() (Shard, error) {
 	return s.info, nil
 }
 
-// Finish writes the manifest (m, with the shards written) and the
-// trailer, syncs the file to disk and gives it its name.
-func (w *Writer) Finish(m Manifest) error {
+// Finish writes the manifest (m, with the format, version and the shards
+// written) and the trailer, syncs the file to disk and gives it its name.
+// It returns the manifest written.
+func (w *Writer) Finish(m Manifest) (Manifest, error) {
 	if w.cur != nil {
-		return fmt.Errorf("backupfile: shard %d not ended", w.cur.info.Shard)
+		return m, fmt.Errorf("backupfile: shard %d not ended", w.cur.info.Shard)
 	}
 	m.Format, m.Version, m.Shards = Format, Version, w.shards
 	js, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
-		return err
+		return m, err
 	}
 	js = append(js, '\n')
 	if err := checkManifest(&m, w.off); err != nil {
-		return fmt.Errorf("backupfile: the manifest would be refused: %s", err)
+		return m, fmt.Errorf("backupfile: the manifest would be refused: %s", err)
 	}
 	var tr [trailerLen]byte
 	binary.LittleEndian.PutUint64(tr[0:], uint64(w.off))
@@ -246,27 +247,27 @@ func (w *Writer) Finish(m Manifest) error {
 	copy(tr[16+sha256.Size:], endMarker)
 	for _, b := range [][]byte{js, tr[:]} {
 		if _, err := w.bw.Write(b); err != nil {
-			return err
+			return m, err
 		}
 	}
 	if err := w.bw.Flush(); err != nil {
-		return err
+		return m, err
 	}
 	if err := w.f.Sync(); err != nil {
-		return err
+		return m, err
 	}
 	if err := w.f.Close(); err != nil {
-		return err
+		return m, err
 	}
 	w.f = nil
 	if err := os.Rename(w.tmp, w.path); err != nil {
-		return err
+		return m, err
 	}
 	if d, err := os.Open(filepath.Dir(w.path)); err == nil {
 		_ = d.Sync()
 		d.Close()
 	}
-	return nil
+	return m, nil
 }
 
 // Abort removes the partial file.
@@ -324,13 +325,13 @@ func (b *Backup) open() error {
 	}
 	var tr [trailerLen]byte
 	if size < headerLen+trailerLen {
-		return refuse(b.path, "file", "truncated: %d bytes, too short for a backup (a backup that did not finish is left as NAME.partial)", size)
+		return refuse(b.path, "file", "truncated: %d bytes, too short for a backup (a backup that did not finish is left as FILE.partial, never under its name)", size)
 	}
 	if _, err := b.f.ReadAt(tr[:], size-trailerLen); err != nil {
 		return err
 	}
 	if string(tr[16+sha256.Size:]) != endMarker {
-		return refuse(b.path, "file", "truncated or its end damaged: it does not end with the backup end marker %q (%d bytes; a backup that did not finish is left as NAME.partial)", endMarker, size)
+		return refuse(b.path, "file", "truncated or its end damaged: it does not end with the backup end marker %q (%d bytes; a backup that did not finish is left as FILE.partial, never under its name)", endMarker, size)
 	}
 	mOff, mLen := binary.LittleEndian.Uint64(tr[0:]), binary.LittleEndian.Uint64(tr[8:])
 	if mLen > maxManifest || mOff < headerLen || mOff+mLen != uint64(size-trailerLen) {

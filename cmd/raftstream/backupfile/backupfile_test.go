@@ -78,7 +78,8 @@ func writeBackup(t *testing.T, path string, shards [][]byte) Manifest {
 	m := Manifest{Created: time.Unix(1700000000, 0).UTC(), Completed: time.Unix(1700000001, 0).UTC(),
 		RaftstreamVersion: "0.1.0", Tool: "test", Cut: "per-shard", ShardCount: len(shards),
 		Source: Source{Addr: "127.0.0.1:1", Nodes: []Node{{ID: "n1", Addr: "127.0.0.1:1"}}}}
-	if err := w.Finish(m); err != nil {
+	m, err = w.Finish(m)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return m
