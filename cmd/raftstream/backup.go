@@ -241,8 +241,17 @@ func (b *shardCopier) try(shard int, begun *bool) (backupfile.Shard, error) {
 		return backupfile.Shard{}, err
 	}
 	*begun = true
+	// Two NEXTs in flight: the node encodes the next chunk while this one
+	// travels and is written. The one sent after the last chunk is
+	// answered "no backup in progress", which is read and dropped.
+	next := func() error { return c.Send("RAFTSTREAM", "BACKUP", "NEXT") }
+	for range 2 {
+		if err := next(); err != nil {
+			return backupfile.Shard{}, errRetry{fmt.Errorf("%s: %w", leader, err)}
+		}
+	}
 	for {
-		raw, err := c.Do("RAFTSTREAM", "BACKUP", "NEXT")
+		raw, err := c.ReadReply()
 		if err != nil {
 			return backupfile.Shard{}, errRetry{fmt.Errorf("%s: %w", leader, err)}
 		}
@@ -251,7 +260,11 @@ func (b *shardCopier) try(shard int, begun *bool) (backupfile.Shard, error) {
 			return backupfile.Shard{}, errRetry{fmt.Errorf("%s: %w", leader, err)}
 		}
 		if end {
+			_, _ = c.ReadReply()
 			return info, nil
+		}
+		if err := next(); err != nil {
+			return backupfile.Shard{}, errRetry{fmt.Errorf("%s: %w", leader, err)}
 		}
 		if _, err := sw.Write(chunk); err != nil {
 			return backupfile.Shard{}, err
