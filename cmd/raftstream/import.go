@@ -27,7 +27,8 @@ the source's producers and consumers for an exact copy.
 --verify compares XINFO STREAM FULL and every entry on both sides. Not compared, because no
 command can make them equal: radix-tree-keys and radix-tree-nodes (each server packs entries
 its own way), consumers' seen-time and active-time (the time of the import: XCLAIM TIME sets
-a pending entry's delivery time, nothing sets a consumer's), Redis 8.6 IDMP state (not imported).
+a pending entry's delivery time, nothing sets a consumer's), Redis 8.6's IDMP memory of
+producers (not imported; the IDMP settings are).
 
 About 85k entries/s into a single node (100k entries of ~100 bytes, one 2-vCPU machine).
 Manual: go doc github.com/raftstream/raftstream/cmd/raftstream/importer

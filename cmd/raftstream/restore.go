@@ -138,6 +138,9 @@ func runRestore(ctx context.Context, cfg restoreConfig) (*restoreResult, error) 
 		if err != nil {
 			return nil, fmt.Errorf("refused: shard %d: %w", s.Shard, err)
 		}
+		if e.Exec(s.Time, [][]byte{[]byte("DBSIZE")}) == engine.Integer(0) {
+			continue // nothing to write, nothing to say
+		}
 		icfg := importer.DefaultConfig()
 		icfg.To, icfg.ToPassword, icfg.Verify = cfg.to, cfg.pass, cfg.verify
 		icfg.Parallel, icfg.Chunk, icfg.Timeout = cfg.parallel, cfg.chunk, cfg.timeout
