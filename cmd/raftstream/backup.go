@@ -70,8 +70,26 @@ func backupCmd(args []string, stdout, stderr io.Writer) int {
 	passwordFlags(fs, &cfg.pass)
 	fs.DurationVar(&cfg.timeout, "timeout", 30*time.Second, "per-request timeout")
 	fs.DurationVar(&cfg.shardTimeout, "shard-timeout", 2*time.Minute, "how long a shard may go without a leader to copy it from before the backup fails")
+	if code := parseSubcommand(fs, backupUsage, args, "out"); code >= 0 {
+		return code
+	}
+	return untilInterrupted(fs.Name(), stderr, func(ctx context.Context) error {
+		res, err := runBackup(ctx, cfg)
+		if err == nil {
+			fmt.Fprintf(stdout, "backup: %d shards, %d bytes in %.1fs (%.1f MB/s) to %s\n",
+				len(res.manifest.Shards), res.bytes, res.elapsed.Seconds(), res.mbPerSec(), cfg.out)
+		}
+		return err
+	})
+}
+
+// parseSubcommand parses args into fs, whose help is usage followed by the
+// flags; the flags named required must be given a value. It returns the
+// exit status when parsing ends the command (0 after -h, 2 for a bad or
+// missing flag or an argument after the flags), -1 to go on.
+func parseSubcommand(fs *flag.FlagSet, usage string, args []string, required ...string) int {
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), backupUsage)
+		fmt.Fprint(fs.Output(), usage)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -80,19 +98,28 @@ func backupCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
-	if fs.NArg() > 0 || cfg.out == "" {
-		fmt.Fprintln(stderr, "raftstream backup: --out FILE is required, and nothing else after the flags")
+	if fs.NArg() > 0 {
+		fmt.Fprintf(fs.Output(), "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
 		return 2
 	}
+	for _, name := range required {
+		if fs.Lookup(name).Value.String() == "" {
+			fmt.Fprintf(fs.Output(), "%s: --%s is required (-h for help)\n", fs.Name(), name)
+			return 2
+		}
+	}
+	return -1
+}
+
+// untilInterrupted runs fn with a context that SIGINT and SIGTERM end, and
+// returns its exit status: 0, or 1 with its error printed after name.
+func untilInterrupted(name string, stderr io.Writer, fn func(context.Context) error) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	res, err := runBackup(ctx, cfg)
-	if err != nil {
-		fmt.Fprintln(stderr, "raftstream backup:", err)
+	if err := fn(ctx); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "backup: %d shards, %d bytes in %.1fs (%.1f MB/s) to %s\n",
-		len(res.manifest.Shards), res.bytes, res.elapsed.Seconds(), res.mbPerSec(), cfg.out)
 	return 0
 }
 

@@ -56,19 +56,8 @@ func importCmd(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "per-request timeout")
 	fs.DurationVar(&cfg.ProgressEvery, "progress-every", cfg.ProgressEvery, "interval of the progress lines when stderr is not a terminal")
 	logLevel := fs.String("log-level", "warn", "log level of retries and failures on stderr: debug, info, warn, error")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), importUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "raftstream import: unexpected argument %q\n", fs.Arg(0))
-		return 2
+	if code := parseSubcommand(fs, importUsage, args); code >= 0 {
+		return code
 	}
 	if cfg.From == "" {
 		fmt.Fprintln(stderr, "raftstream import: --from host:port is required (the Redis to copy from)")

@@ -7,8 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/raftstream/raftstream/cmd/raftstream/backupfile"
@@ -78,30 +76,17 @@ func restoreCmd(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.parallel, "parallel", d.Parallel, "streams written at once")
 	fs.IntVar(&cfg.chunk, "chunk", d.Chunk, "entries per XADD pipeline")
 	fs.DurationVar(&cfg.timeout, "timeout", d.Timeout, "per-request timeout")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), restoreUsage)
-		fs.PrintDefaults()
+	if code := parseSubcommand(fs, restoreUsage, args, "in"); code >= 0 {
+		return code
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
+	return untilInterrupted(fs.Name(), stderr, func(ctx context.Context) error {
+		res, err := runRestore(ctx, cfg)
+		if res != nil {
+			fmt.Fprintf(stdout, "restore: %d shards, %d streams (%d written, %d already there), %d entries, %d string keys in %.1fs (%.0f entries/s)\n",
+				res.shards, res.streams, res.imported, res.streams-res.imported, res.entries, res.strings, res.elapsed.Seconds(), res.entriesPerSec())
 		}
-		return 2
-	}
-	if fs.NArg() > 0 || cfg.in == "" {
-		fmt.Fprintln(stderr, "raftstream restore: --in FILE is required, and nothing else after the flags")
-		return 2
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	res, err := runRestore(ctx, cfg)
-	if err != nil {
-		fmt.Fprintln(stderr, "raftstream restore:", err)
-		return 1
-	}
-	fmt.Fprintf(stdout, "restore: %d shards, %d streams (%d written, %d already there), %d entries, %d string keys in %.1fs (%.0f entries/s)\n",
-		res.shards, res.streams, res.imported, res.streams-res.imported, res.entries, res.strings, res.elapsed.Seconds(), res.entriesPerSec())
-	return 0
+		return err
+	})
 }
 
 // errRestoreDiffers is runRestore's error when every shard was written but
