@@ -23,7 +23,9 @@ import (
 //	                          (the log position of the view), time (the
 //	                          shard's clock, unix ms), shards (the cluster's
 //	                          shard count), slots ([[first, last], ...]).
-//	                          Elsewhere: MOVED to the leader, or TRYAGAIN.
+//	                          Elsewhere TRYAGAIN, naming the leader (not
+//	                          MOVED: a forwarding node would follow it and
+//	                          open the session on its own connection).
 //	RAFTSTREAM BACKUP NEXT    the next chunk (≤ 1 MiB, a bulk string) of the
 //	                          view's engine snapshot encoding (what
 //	                          engine.Restore reads); a null bulk string once
@@ -87,19 +89,25 @@ func cmdRaftstreamBackup(s *Server, c *client, argv [][]byte) reply {
 		s.backups.Add(-1)
 		return errorf("ERR %d backups are in progress on this node, the most it serves at once; try again later", maxBackupSessions)
 	}
-	ranges := s.shardSlots(shard)
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.WriteTimeout)
 	defer cancel()
 	b, err := s.be.Backup(ctx, shard)
 	if err != nil {
 		s.backups.Add(-1)
-		slot := -1
-		if len(ranges) > 0 {
-			slot = ranges[0][0]
+		var nl *fsm.NotLeaderError
+		if errors.As(err, &nl) {
+			// Not MOVED, which a forwarding node would follow: the
+			// session must be on the caller's connection to the leader.
+			leader := s.leaderRESPAddr(nl)
+			if leader == "" {
+				leader = "unknown"
+			}
+			return errorf("TRYAGAIN this node does not lead shard %d (its leader: %s); send RAFTSTREAM BACKUP to the leader", shard, leader)
 		}
-		return s.mapReadError(err, slot)
+		return s.mapReadError(err, -1)
 	}
 	c.backup = s.openBackup(b, shard)
+	ranges := s.shardSlots(shard)
 	rs := make(engine.Array, len(ranges))
 	for i, r := range ranges {
 		rs[i] = engine.Array{engine.Integer(r[0]), engine.Integer(r[1])}

@@ -300,10 +300,11 @@ func (b *shardCopier) try(shard int, begun *bool) (backupfile.Shard, error) {
 }
 
 // retryable says whether an error reply to RAFTSTREAM BACKUP shard may go
-// away: the leader moved (MOVED), is being elected (TRYAGAIN, CLUSTERDOWN)
-// or the node serves as many backups as it will.
+// away: the node does not lead the shard or none does yet (TRYAGAIN,
+// CLUSTERDOWN, MOVED from older nodes), or it serves as many backups as it
+// will.
 func retryable(msg string) bool {
-	for _, p := range []string{"MOVED", "TRYAGAIN", "CLUSTERDOWN"} {
+	for _, p := range []string{"TRYAGAIN", "CLUSTERDOWN", "MOVED"} {
 		if strings.HasPrefix(msg, p) {
 			return true
 		}
