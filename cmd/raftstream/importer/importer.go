@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -97,7 +98,7 @@ func run(ctx context.Context, cfg Config, src Source) (*Result, error) {
 	for _, n := range lens {
 		total += n
 	}
-	cfg.Logger.Info("importing", "from", src.label(), "to", dst.addr,
+	cfg.Logger.Info("importing", "from", cmp.Or(cfg.From, src.label()), "to", dst.addr,
 		"target-cluster", dst.cluster, "streams", len(keys), "entries", total)
 
 	// 2. Import them, Parallel at a time.
