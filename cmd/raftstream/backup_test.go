@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -62,12 +63,13 @@ func seedExtras(t testing.TB, ctx context.Context, c redis.UniversalClient) (str
 		{"XGROUP", "SETDLQ", "{dl}src", "g", 1, "{dl}:dlq"},
 		{"SET", "str:1", "hello"},
 		{"SET", "str:2", "\x00\xff binary"},
+		{"ACL", "SETUSER", "reader", "on", ">secret", "~imp:*", "+@read"},
 	} {
 		if err := c.Do(ctx, cmd...).Err(); err != nil {
 			t.Fatalf("%v: %v", cmd, err)
 		}
 	}
-	return []string{"{dl}src"}, []string{"str:1", "str:2"}
+	return []string{"{dl}src", "__raftstream:acl:{06S}"}, []string{"str:1", "str:2"}
 }
 
 // TestBackupRestoreKeepsEveryState backs up a single node holding streams
@@ -92,7 +94,7 @@ func TestBackupRestoreKeepsEveryState(t *testing.T) {
 
 	out = mustRun(t, restoreCmd, "--in", file, "--to", dst.Addr, "--verify")
 	t.Logf("%s", out)
-	if !strings.Contains(out, "verify: 12 streams compared (XINFO STREAM FULL and every entry): 0 differences") {
+	if !strings.Contains(out, "verify: 13 streams compared (XINFO STREAM FULL and every entry): 0 differences") {
 		t.Errorf("restore --verify:\n%s", out)
 	}
 	if strings.Contains(out, "target idmp") || strings.Contains(out, "source idmp") {
@@ -112,6 +114,20 @@ func TestBackupRestoreKeepsEveryState(t *testing.T) {
 			t.Errorf("GET %s: source %q, target %q", k, a, b)
 		}
 	}
+	// ACL users are changes in a replicated stream (resp/acl_repl.go): the
+	// restored node replays it.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		users, _ := dc.Do(ctx, "ACL", "USERS").StringSlice()
+		if slices.Contains(users, "reader") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ACL USERS on the target: %v, want reader among them", users)
+		}
+	}
+	if a, b := sc.Do(ctx, "ACL", "GETUSER", "reader").Val(), dc.Do(ctx, "ACL", "GETUSER", "reader").Val(); !reflect.DeepEqual(a, b) {
+		t.Errorf("ACL GETUSER reader: source %v, target %v", a, b)
+	}
 	// The dead-letter setting (max 1 delivery) holds on the target: a
 	// second delivery of 1-2 moves it to {dl}:dlq on both.
 	for _, c := range []*redis.Client{sc, dc} {
@@ -129,7 +145,7 @@ func TestBackupRestoreKeepsEveryState(t *testing.T) {
 	}
 	// {dl}src and {dl}:dlq changed since: --force puts {dl}src back.
 	out = mustRun(t, restoreCmd, "--in", file, "--to", dst.Addr, "--force")
-	if !regexp.MustCompile(`restore: 1 shards, 12 streams \(1 written, 11 already there\)`).MatchString(out) {
+	if !regexp.MustCompile(`restore: 1 shards, 13 streams \(1 written, 12 already there\)`).MatchString(out) {
 		t.Errorf("restore --force over a restored target:\n%s", out)
 	}
 }
