@@ -26,8 +26,9 @@ const restoreUsage = `Usage: raftstream restore --in FILE --to host:port [--pass
 Writes the backup FILE (raftstream backup) into a raftstream node or cluster: every stream
 with its entries and IDs, last-generated-id, entries-added, max-deleted-entry-id, consumer
 groups (last-delivered-id, entries-read, dead-letter settings), consumers, pending entries
-(owner, delivery time, delivery count) and IDMP settings, and every string key. The target
-may have another shard count and slot layout than the source.
+(owner, delivery time, delivery count) and IDMP settings, every string key, and the ACL
+users (a replicated stream). The target may have another shard count and slot layout than
+the source.
 
 FILE is checked first (manifest, and every shard's SHA-256): a partial, truncated or damaged
 file is refused, naming what is wrong, and nothing is written. A target that holds keys is
