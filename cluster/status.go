@@ -11,7 +11,7 @@ import (
 )
 
 // Operator-facing views and actions on local shard replicas (part of
-// resp.Backend: RAFTSTREAM STATUS, TRANSFER-LEADER and SNAPSHOT, INFO).
+// resp.Backend: RAFTSTREAM STATUS, TRANSFER-LEADER, SNAPSHOT and BACKUP, INFO).
 
 // ErrNotHosted is returned for a shard with no replica on this node.
 var ErrNotHosted = errors.New("shard not hosted on this node")
@@ -75,4 +75,16 @@ func (n *Node) SnapshotShard(shard int) error {
 		return fmt.Errorf("shard %d: %w", shard, ErrNotHosted)
 	}
 	return ls.s.TakeSnapshot()
+}
+
+// Backup returns the state of shard at a linearizable point, from the
+// local replica, which must lead it (fsm.Shard.Backup); a shard this node
+// does not lead fails as Read does, with *fsm.NotLeaderError naming the
+// leader when known.
+func (n *Node) Backup(ctx context.Context, shard int) (*fsm.Backup, error) {
+	ls := n.shard(shard)
+	if ls == nil || n.movingAway(shard, ls) {
+		return nil, n.remoteLeader(shard)
+	}
+	return ls.s.Backup(ctx)
 }

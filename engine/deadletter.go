@@ -105,3 +105,28 @@ func (e *Engine) deadLetter(key []byte, s *Stream, g *Group, nk *NACK, fields []
 	e.signal(g.DLQKey)
 	return true
 }
+
+// DeadLetterSetting is one consumer group's dead-letter setting.
+type DeadLetterSetting struct {
+	Group         string
+	MaxDeliveries uint64
+	Key           string // the dead-letter stream
+}
+
+// DeadLetterSettings lists the settings of the stream at key's groups that
+// have one, in group name order: what XGROUP SETDLQ set, which no command
+// shows (a backup's restore writes them back). nil when key holds no
+// stream.
+func (e *Engine) DeadLetterSettings(key []byte) []DeadLetterSetting {
+	s, _ := e.lookupStream(key, e.logTime)
+	if s == nil {
+		return nil
+	}
+	var out []DeadLetterSetting
+	for _, g := range s.Groups {
+		if g.DLQMax != 0 {
+			out = append(out, DeadLetterSetting{Group: g.Name, MaxDeliveries: g.DLQMax, Key: g.DLQKey})
+		}
+	}
+	return out
+}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/raftstream/raftstream/slots"
@@ -87,4 +88,29 @@ func TestSetDLQErrors(t *testing.T) {
 		{2, "XGROUP SETDLQ {a}b g OFF", "-ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to use the MKSTREAM option to create an empty stream automatically."},
 		{2, "XGROUP SETDLQ a g 2 {a}:dlq", "+OK"},
 	})
+}
+
+func TestDeadLetterSettings(t *testing.T) {
+	e := New(DefaultConfig())
+	runSteps(t, e, []step{
+		{1, "XGROUP CREATE {a} g2 $ MKSTREAM", "+OK"},
+		{1, "XGROUP CREATE {a} g1 $", "+OK"},
+		{1, "XGROUP CREATE {a} g3 $", "+OK"},
+		{2, "XGROUP SETDLQ {a} g2 5 {a}:dlq2", "+OK"},
+		{2, "XGROUP SETDLQ {a} g1 3 {a}:dlq", "+OK"},
+		{2, "SET {a}str v", "+OK"},
+	})
+	want := []DeadLetterSetting{{"g1", 3, "{a}:dlq"}, {"g2", 5, "{a}:dlq2"}}
+	if got := e.DeadLetterSettings([]byte("{a}")); !reflect.DeepEqual(got, want) {
+		t.Errorf("settings %v, want %v (g3 has none)", got, want)
+	}
+	run(e, 3, "XGROUP SETDLQ {a} g1 OFF")
+	if got := e.DeadLetterSettings([]byte("{a}")); !reflect.DeepEqual(got, want[1:]) {
+		t.Errorf("after OFF: %v", got)
+	}
+	for _, k := range []string{"{a}str", "missing"} {
+		if got := e.DeadLetterSettings([]byte(k)); got != nil {
+			t.Errorf("%s: %v, want nil", k, got)
+		}
+	}
 }

@@ -13,6 +13,7 @@
 //	replies, err := f.Wait(ctx)              // one reply per command
 //	err = s.Read(ctx, func(e *engine.Engine) { ... })  // linearizable, leader only
 //	s.StaleRead(func(e *engine.Engine) { ... })        // any replica (READONLY)
+//	b, err := s.Backup(ctx)                  // leader only: the engine's view at b.Index, after a read fence
 //	err = s.Close()
 //
 // # Outcomes

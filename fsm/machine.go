@@ -29,6 +29,10 @@ type machine struct {
 	// Invariant: non-decreasing across applies, restarts (persisted in
 	// snapshots) and leaders, so engine time never runs backwards.
 	lastNow int64
+	// appliedIndex and appliedTerm are the position of the last entry
+	// ApplyBatch was given (0 after Restore until the next): the log
+	// position eng reflects, for Backup.
+	appliedIndex, appliedTerm uint64
 
 	// proposed maps the entries this replica proposed and has not seen
 	// answered (the address of their data's first byte) to the batches
@@ -101,6 +105,7 @@ func (m *machine) ApplyBatch(logs []*raft.Log) []any {
 	var seen map[string]struct{}
 	m.mu.Lock()
 	for i, l := range logs {
+		m.appliedIndex, m.appliedTerm = l.Index, l.Term
 		if l.Type != raft.LogCommand {
 			continue
 		}
@@ -193,6 +198,7 @@ func (m *machine) Restore(rc io.ReadCloser) error {
 	m.mu.Lock()
 	m.eng, m.lastNow = eng, hdr.LastNow
 	m.saves.restored()
+	m.appliedIndex, m.appliedTerm = 0, 0
 	m.mu.Unlock()
 	return nil
 }

@@ -1,6 +1,8 @@
 package fsm
 
 import (
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -21,9 +23,12 @@ type Stats struct {
 	// made by this replica: elections and transfers.
 	LeaderChanges uint64
 	// Snapshots counts snapshots taken through TakeSnapshot; LastSnapshotBytes
-	// is the size of the newest snapshot on disk (0 if none).
+	// is the size of the newest snapshot on disk (0 if none) and
+	// LastSnapshotAt when it was written (zero if none): taken here, or
+	// installed from the leader.
 	Snapshots         uint64
 	LastSnapshotBytes int64
+	LastSnapshotAt    time.Time
 	// BatchCommands is the distribution of commands per proposed entry.
 	BatchCommands HistSnapshot
 	// CommitSeconds is the time from raft.Apply to the entry's result on
@@ -125,8 +130,21 @@ func (s *Shard) Stats() Stats {
 	}
 	if metas, err := s.snaps.List(); err == nil && len(metas) > 0 {
 		st.LastSnapshotBytes = metas[0].Size
+		st.LastSnapshotAt = snapshotTime(metas[0].ID)
 	}
 	return st
+}
+
+// snapshotTime is when raft's file store wrote the snapshot with this ID:
+// it names a snapshot "term-index-unixms" (snapshotName in raft's
+// file_snapshot.go). Zero for an ID of another form.
+func snapshotTime(id string) time.Time {
+	i := strings.LastIndexByte(id, '-')
+	ms, err := strconv.ParseInt(id[i+1:], 10, 64)
+	if i < 0 || err != nil || ms <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
 }
 
 // batchCommands counts the commands of an entry's units.

@@ -38,6 +38,10 @@ func TestStatsCountBatchesCommitsAndSnapshots(t *testing.T) {
 	if st.Queued != 0 || st.InFlight != 0 {
 		t.Errorf("idle shard has Queued=%d InFlight=%d", st.Queued, st.InFlight)
 	}
+	if !st.LastSnapshotAt.IsZero() {
+		t.Errorf("LastSnapshotAt = %v before any snapshot", st.LastSnapshotAt)
+	}
+	taken := time.Now()
 	if err := r.TakeSnapshot(); err != nil {
 		t.Fatal(err)
 	}
@@ -45,5 +49,8 @@ func TestStatsCountBatchesCommitsAndSnapshots(t *testing.T) {
 	if st.Snapshots != 1 || st.SnapshotSeconds.Count != 1 || st.LastSnapshotBytes <= 0 {
 		t.Errorf("after one snapshot: Snapshots=%d SnapshotSeconds=%+v LastSnapshotBytes=%d",
 			st.Snapshots, st.SnapshotSeconds, st.LastSnapshotBytes)
+	}
+	if at := st.LastSnapshotAt; at.Before(taken.Add(-time.Millisecond)) || at.After(time.Now()) {
+		t.Errorf("LastSnapshotAt = %v, want the snapshot's time (between %v and now)", at, taken)
 	}
 }

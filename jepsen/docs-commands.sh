@@ -54,6 +54,11 @@ reply  redis-cli XGROUP CREATE orders billing 0
 reply  redis-cli XREADGROUP GROUP billing worker-1 COUNT 10 STREAMS orders '>'
 reply  redis-cli XACK orders billing 1796206675005-0
 reply  redis-cli XPENDING orders billing
+reply  redis-cli RAFTSTREAM RETENTION SET 'orders:*' MAXAGE 86400000 MAXLEN 1000000 ACKED
+reply  redis-cli RAFTSTREAM RETENTION SET audit MAXBYTES 512mb
+reply  redis-cli RAFTSTREAM RETENTION GET 'orders:*'
+reply  redis-cli RAFTSTREAM RETENTION LIST
+reply  redis-cli RAFTSTREAM RETENTION DEL 'orders:*'
 short  raftstream health --addr host:port ==> go run ./cmd/raftstream health --addr 127.0.0.1:6379
 short  raftstream --help ==> go run ./cmd/raftstream --help
 do     stop_bg

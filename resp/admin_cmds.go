@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/raftstream/raftstream/engine"
 	"github.com/raftstream/raftstream/fsm"
 )
@@ -21,6 +19,7 @@ import (
 //	RAFTSTREAM TRANSFER-LEADER shard [node] move leadership of a shard this node leads
 //	RAFTSTREAM SNAPSHOT [shard]             snapshot one (or every) local replica; replies the count taken
 //	RAFTSTREAM REMOVE-NODE node-id          drain a member and drop it from the cluster (waits)
+//	RAFTSTREAM BACKUP shard | NEXT | ABORT  a shard's state at a linearizable point, in chunks (backup.go)
 
 // adminTimeout bounds a leadership transfer.
 const adminTimeout = 10 * time.Second
@@ -78,7 +77,7 @@ func cmdRaftstreamTransferLeader(s *Server, c *client, argv [][]byte) reply {
 }
 
 func cmdRaftstreamSnapshot(s *Server, c *client, argv [][]byte) reply {
-	var shards []int
+	shards := s.hostedShards()
 	if len(argv) > 2 {
 		shard, er := s.shardArg(argv[2])
 		if er != nil {
@@ -88,23 +87,10 @@ func cmdRaftstreamSnapshot(s *Server, c *client, argv [][]byte) reply {
 			return errorf("ERR shard %d is not hosted on this node", shard)
 		}
 		shards = []int{shard}
-	} else {
-		for i := 0; i < s.be.NumShards(); i++ {
-			if _, ok := s.be.ShardStatus(i); ok {
-				shards = append(shards, i)
-			}
-		}
 	}
-	taken := 0
-	for _, i := range shards {
-		err := s.be.SnapshotShard(i)
-		switch {
-		case err == nil:
-			taken++
-		case errors.Is(err, raft.ErrNothingNewToSnapshot):
-		default:
-			return errorf("ERR shard %d: %s", i, oneLine(err))
-		}
+	taken, err := s.snapshotLocal(shards)
+	if err != nil {
+		return errorf("ERR %s", oneLine(err))
 	}
 	return engine.Integer(taken)
 }

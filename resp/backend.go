@@ -12,7 +12,7 @@ import (
 // Backend is what the RESP server needs from the node it runs on
 // (implemented by cluster.Node). Methods are called from many connection
 // goroutines at once and must be safe for that; none may block for long
-// except Read, TransferLeader and RemoveNode (bounded by ctx) and
+// except Read, Backup, TransferLeader and RemoveNode (bounded by ctx) and
 // SnapshotShard (one snapshot).
 //
 // Errors from Submit's future and from Read are mapped to client errors by
@@ -55,6 +55,11 @@ type Backend interface {
 	// SnapshotShard snapshots the local replica of shard now;
 	// raft.ErrNothingNewToSnapshot when nothing was applied since the last.
 	SnapshotShard(shard int) error
+	// Backup returns the state of shard at a linearizable point (leader
+	// only, after a read fence, as Read; *fsm.NotLeaderError elsewhere),
+	// bounded by ctx. The view's encoding may run while applies continue
+	// (RAFTSTREAM BACKUP, backup.go).
+	Backup(ctx context.Context, shard int) (*fsm.Backup, error)
 	// RemoveNode drains the member id (moves its replicas away) and drops
 	// it from the cluster, waiting for it (bounded by ctx).
 	RemoveNode(ctx context.Context, id string) error

@@ -34,9 +34,12 @@ type client struct {
 	batching  bool        // in runPipeline, which sets lastAt once at its end
 
 	multi    *multiState  // non-nil between MULTI and EXEC/DISCARD
+	execing  bool         // EXEC is running the transaction's commands
 	lastExec [][][]byte   // the commands of the last EXEC (for forwarding)
 	wait     waitState    // the last write's log position (wait.go)
 	monitor  *monitorSink // non-nil once MONITOR made this a monitor (monitor.go)
+
+	backup *backupSession // RAFTSTREAM BACKUP's open session (backup.go)
 
 	mu      sync.Mutex // guards name, libName, libVer, noEvict, noTouch and pub
 	name    string

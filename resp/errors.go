@@ -23,6 +23,7 @@ var (
 	errMultiNested    = errorf("ERR MULTI calls can not be nested")
 	errExecNoMulti    = errorf("ERR EXEC without MULTI")
 	errDiscardNoMulti = errorf("ERR DISCARD without MULTI")
+	errNoMulti        = errorf("ERR Command not allowed inside a transaction")
 	errExecAbort      = errorf("EXECABORT Transaction discarded because of previous errors.")
 	errUnknownOutcome = errorf("UNKNOWN the write's outcome is unknown: it may have been applied")
 	errTryAgainBusy   = errorf("TRYAGAIN the shard is busy, retry later")

@@ -47,6 +47,8 @@ func localHandlers() map[string]localFunc {
 		// HELP of the containers the server answers (help.go)
 		"client|help": cmdHelp, "cluster|help": cmdHelp, "command|help": cmdHelp, "config|help": cmdHelp,
 		"acl|help": cmdHelp, "function|help": cmdHelp, "raftstream|help": cmdHelp,
+		// persistence (save.go)
+		"save": cmdSave, "bgsave": cmdBgsave, "lastsave": cmdLastsave,
 		// keyspace fan-out (keyspace.go)
 		"scan": cmdScan, "keys": cmdKeys, "dbsize": cmdDBSize, "flushall": cmdFlushAll, "flushdb": cmdFlushAll,
 		// client (client_cmds.go)
@@ -63,6 +65,7 @@ func localHandlers() map[string]localFunc {
 		"raftstream|status": cmdRaftstreamStatus, "raftstream|transfer-leader": cmdRaftstreamTransferLeader,
 		"raftstream|snapshot": cmdRaftstreamSnapshot, "raftstream|remove-node": cmdRaftstreamRemoveNode,
 		"raftstream|retention": cmdRaftstreamRetention, // retention.go
+		"raftstream|backup": cmdRaftstreamBackup, // backup.go
 		// command (command_cmd.go)
 		"command": cmdCommand, "command|count": cmdCommandCount, "command|info": cmdCommandInfo,
 		"command|docs": cmdCommandDocs, "command|getkeys": cmdCommandGetKeys, "command|list": cmdCommandList,

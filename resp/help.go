@@ -371,6 +371,13 @@ var helpTexts = map[string][]helpBlock{
 			"    Remove the policy set for <pattern>.",
 			"RETENTION LIST",
 			"    Return every retention policy."}},
+		{sub: "backup", since: "raftstream", lines: []string{
+			"BACKUP <shard>",
+			"    Open a backup of a shard this node leads, at a linearizable point.",
+			"BACKUP NEXT",
+			"    Return the next chunk of the open backup (null once all was sent).",
+			"BACKUP ABORT",
+			"    Close the open backup."}},
 	},
 }
 

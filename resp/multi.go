@@ -57,6 +57,10 @@ func (s *Server) multiQueue(c *client, r *request) reply {
 		m.dirty = true
 		return er
 	}
+	if r.cmd.Flags&command.FlagNoMulti != 0 {
+		m.dirty = true
+		return errNoMulti
+	}
 	if r.shard >= 0 {
 		if m.shard >= 0 && r.shard != m.shard {
 			m.dirty = true
@@ -131,10 +135,10 @@ func cmdExec(s *Server, c *client, argv [][]byte) reply {
 	out := make(engine.Array, 0, len(m.queue))
 	k := 0
 	// WAIT inside the transaction answers at once, about the position
-	// before it (wait.go).
-	c.wait.noBlock = true
+	// before it (wait.go); BGSAVE answers as scheduled (save.go).
+	c.wait.noBlock, c.execing = true, true
 	defer func() {
-		c.wait.noBlock = false
+		c.wait.noBlock, c.execing = false, false
 		if wrote != nil {
 			c.noteWrite(shard, wrote)
 		}

@@ -100,6 +100,8 @@ type Server struct {
 	hooks    atomic.Uint32 // hookMonitor, hookPause: what watches admitted commands (dispatch.go)
 	mon      monitors      // MONITOR connections (monitor.go)
 	pause    pauseState    // CLIENT PAUSE (client_cmds.go)
+	backups  atomic.Int32  // open RAFTSTREAM BACKUP sessions (backup.go)
+	save     saveState     // SAVE and BGSAVE (save.go)
 
 	// draining is set by Shutdown; inflight counts command batches being
 	// executed so that Shutdown can let them finish.
@@ -268,6 +270,7 @@ func (s *Server) closed(cn *conn, err error) {
 	}
 	c.markClosed()
 	s.unmonitor(c)
+	c.endBackup(errBackupClosed)
 	s.mu.Lock()
 	delete(s.clients, c.id)
 	s.mu.Unlock()

@@ -103,6 +103,16 @@ func (b *fakeBackend) Read(ctx context.Context, shard int, stale bool, fn func(e
 	return nil
 }
 
+// Backup takes the shard's engine view at the fake's applied count.
+func (b *fakeBackend) Backup(ctx context.Context, shard int) (*fsm.Backup, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.failWith[shard]; err != nil {
+		return nil, err
+	}
+	return &fsm.Backup{Index: b.applied[shard], Term: 1, Now: time.Now().UnixMilli(), Engine: b.engines[shard].Snapshot()}, nil
+}
+
 func (b *fakeBackend) SetNotify(f func(int, []string)) { b.notify = f }
 func (b *fakeBackend) Topology() cluster.Topology {
 	b.mu.Lock()

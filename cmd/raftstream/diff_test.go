@@ -184,23 +184,7 @@ func TestPipelining(t *testing.T) {
 	}
 	var replies [2]string
 	for i, addr := range []string{rs.Addr, redis} {
-		c := dial(t, addr)
-		var raw []byte
-		for _, cmd := range cmds {
-			raw = append(raw, testkit.EncodeCommand(cmd...)...)
-		}
-		if err := c.WriteRaw(raw); err != nil {
-			t.Fatal(err)
-		}
-		var sb strings.Builder
-		for range cmds {
-			r, err := c.ReadReply()
-			if err != nil {
-				t.Fatal(err)
-			}
-			sb.Write(r)
-		}
-		replies[i] = sb.String()
+		replies[i] = pipeline(t, addr, cmds...)
 	}
 	if replies[0] != replies[1] {
 		t.Fatalf("pipelined replies differ:\n raftstream: %.400q\n redis:      %.400q", replies[0], replies[1])

@@ -5,6 +5,8 @@
 //	raftstream health --addr host:port     PING a node; exit 0 if it answers PONG (container healthchecks)
 //	raftstream status|transfer-leader|snapshot --addr host:port ...   operator commands (admin.go)
 //	raftstream import --from host:port [--cluster] [--to host:port] ...   copy streams from Redis (import.go)
+//	raftstream backup --addr host:port --out FILE                 consistent copy of every shard (backup.go)
+//	raftstream restore --in FILE --to host:port                    write a backup into a new node or cluster (restore.go)
 //
 // Every flag can also be set through the environment as RAFTSTREAM_<FLAG>,
 // upper case with dashes as underscores (RAFTSTREAM_REQUIREPASS=...); a flag
@@ -44,6 +46,12 @@ func main() {
 	}
 	if len(os.Args) > 1 && os.Args[1] == "import" {
 		os.Exit(importCmd(os.Args[2:], os.Stdout, os.Stderr))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "backup" {
+		os.Exit(backupCmd(os.Args[2:], os.Stdout, os.Stderr))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "restore" {
+		os.Exit(restoreCmd(os.Args[2:], os.Stdout, os.Stderr))
 	}
 	if len(os.Args) > 1 && adminCommands[os.Args[1]] != nil {
 		os.Exit(adminCommands[os.Args[1]](os.Args[2:], os.Stdout, os.Stderr))
@@ -164,7 +172,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.debugDialMap, "debug-dial-map", "", "TEST ONLY (fault-injection harness): comma-separated from=to bus address rewrites applied when this node dials a peer")
 	fs.Usage = func() {
 		out := fs.Output()
-		fmt.Fprintf(out, "Usage: raftstream [flags]\n       raftstream health --addr host:port\n       raftstream import --from host:port [--to host:port] ... (raftstream import -h)\n\n")
+		fmt.Fprintf(out, "Usage: raftstream [flags]\n       raftstream health --addr host:port\n       raftstream import --from host:port [--to host:port] ... (raftstream import -h)\n       raftstream backup --addr host:port --out FILE (raftstream backup -h)\n       raftstream restore --in FILE --to host:port (raftstream restore -h)\n\n")
 		fmt.Fprintf(out, "Every flag may also be set as an environment variable RAFTSTREAM_<FLAG> (e.g. RAFTSTREAM_PORT=7000).\n\nFlags:\n")
 		fs.PrintDefaults()
 	}

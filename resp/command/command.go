@@ -55,10 +55,11 @@ const (
 	FlagAllowBusy
 	FlagSkipSlowlog
 	FlagNoAsyncLoading
+	FlagNoMulti
 )
 
 var flagNames = []string{"write", "readonly", "denyoom", "admin", "noscript", "loading", "stale",
-	"fast", "blocking", "movablekeys", "no_auth", "allow_busy", "skip_slowlog", "no_async_loading"}
+	"fast", "blocking", "movablekeys", "no_auth", "allow_busy", "skip_slowlog", "no_async_loading", "no_multi"}
 
 // Names returns the flag names in Redis's order.
 func (f Flag) Names() []string {

@@ -27,6 +27,9 @@ type Config struct {
 	Password, ToPassword string
 	// Verify compares both sides after the import (verify.go).
 	Verify bool
+	// Label starts the progress lines ("import"; `raftstream restore`
+	// names the shard).
+	Label string
 
 	// Parallel streams are imported at once.
 	Parallel int
@@ -56,6 +59,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Match:         "*",
+		Label:         "import",
 		To:            "127.0.0.1:6379",
 		Parallel:      4,
 		Chunk:         1000,
@@ -70,14 +74,22 @@ func DefaultConfig() Config {
 
 // Validate names the first field that cannot work, with its value.
 func (c *Config) Validate() error {
-	for _, a := range []struct{ name, v string }{{"From", c.From}, {"To", c.To}} {
-		if _, _, err := net.SplitHostPort(a.v); err != nil {
-			return fmt.Errorf("%s %q: want host:port", a.name, a.v)
-		}
+	if _, _, err := net.SplitHostPort(c.From); err != nil {
+		return fmt.Errorf("From %q: want host:port", c.From)
+	}
+	if c.From == c.To {
+		return fmt.Errorf("From and To are both %q: the source cannot be the target", c.From)
+	}
+	return c.validateCopy()
+}
+
+// validateCopy is Validate without the source (RunFrom reads from a
+// Source of its own).
+func (c *Config) validateCopy() error {
+	if _, _, err := net.SplitHostPort(c.To); err != nil {
+		return fmt.Errorf("To %q: want host:port", c.To)
 	}
 	switch {
-	case c.From == c.To:
-		return fmt.Errorf("From and To are both %q: the source cannot be the target", c.From)
 	case c.Match == "":
 		return fmt.Errorf("Match is empty: want a SCAN MATCH pattern (\"*\" for every stream)")
 	case c.Parallel < 1:

@@ -90,21 +90,22 @@ func (e *endpoint) scanStreams(ctx context.Context, match string) ([]string, err
 	return slices.Compact(keys), nil
 }
 
-// lengths is XLEN of every key, pipelined in batches of chunk.
-func (e *endpoint) lengths(ctx context.Context, keys []string, chunk int) ([]int64, error) {
+// lengths is XLEN of every key on r, pipelined in batches of chunk.
+func lengths(ctx context.Context, r reader, keys []string, chunk int) ([]int64, error) {
 	n := make([]int64, 0, len(keys))
 	for len(keys) > 0 {
 		b := min(len(keys), chunk)
-		p := e.c.Pipeline()
-		cmds := make([]*redis.IntCmd, b)
+		cmds := make([][]any, b)
 		for i, k := range keys[:b] {
-			cmds[i] = p.XLen(ctx, k)
+			cmds[i] = []any{"XLEN", k}
 		}
-		if _, err := p.Exec(ctx); err != nil {
-			return nil, fmt.Errorf("%s: XLEN: %w", e.name, err)
+		replies, err := r.doAll(ctx, cmds)
+		if err != nil {
+			return nil, fmt.Errorf("%s: XLEN: %w", r.label(), err)
 		}
-		for _, c := range cmds {
-			n = append(n, c.Val())
+		for _, v := range replies {
+			l, _ := v.(int64)
+			n = append(n, l)
 		}
 		keys = keys[b:]
 	}

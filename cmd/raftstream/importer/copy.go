@@ -43,14 +43,14 @@ func (j *streamJob) readEntries(ctx context.Context, after, upTo engine.ID) <-ch
 		defer close(out)
 		start, end := "("+after.String(), upTo.String()
 		for {
-			reply, err := j.im.src.c.Do(ctx, "XRANGE", j.key, start, end, "COUNT", j.im.cfg.Chunk).Slice()
+			reply, err := asSlice(j.im.src.do(ctx, "XRANGE", j.key, start, end, "COUNT", j.im.cfg.Chunk))
 			var es []entry
 			if err == nil {
 				es, err = parseEntries(reply)
 			}
 			if err != nil {
 				select {
-				case out <- chunk{err: fmt.Errorf("source XRANGE %s: %w", j.key, err)}:
+				case out <- chunk{err: fmt.Errorf("%s XRANGE %s: %w", j.im.src.label(), j.key, err)}:
 				case <-ctx.Done():
 				}
 				return
@@ -128,7 +128,7 @@ func (j *streamJob) copyEntries(ctx context.Context, after, upTo engine.ID, hole
 		for _, e := range c.entries {
 			id, err := engine.ParseID([]byte(e.id), 0)
 			if err != nil {
-				return copied, fmt.Errorf("source XRANGE %s: bad entry ID %q", j.key, e.id)
+				return copied, fmt.Errorf("%s XRANGE %s: bad entry ID %q", j.im.src.label(), j.key, e.id)
 			}
 			addHoles(id, false)
 			batch = append(batch, xaddCmd{id: id, argv: append([]any{"XADD", j.key, e.id}, e.fields...)})
@@ -142,6 +142,50 @@ func (j *streamJob) copyEntries(ctx context.Context, after, upTo engine.ID, hole
 	}
 	addHoles(engine.MaxID, true)
 	return copied, flush()
+}
+
+// copyStrings copies the source's string keys matching Match (a backup's:
+// a Redis source lists none). Each is read on both sides (GET) and set
+// (SET) where the target lacks it or holds another value, Chunk keys per
+// pipeline. It says how many it wrote.
+func (im *importer) copyStrings(ctx context.Context) (int, error) {
+	keys, err := im.src.scanStrings(ctx, im.cfg.Match)
+	if err != nil {
+		return 0, err
+	}
+	wrote := 0
+	for len(keys) > 0 {
+		n := min(len(keys), im.cfg.Chunk)
+		gets := make([][]any, n)
+		for i, k := range keys[:n] {
+			gets[i] = []any{"GET", k}
+		}
+		src, err := im.src.doAll(ctx, gets)
+		if err != nil {
+			return wrote, fmt.Errorf("%s GET: %w", im.src.label(), err)
+		}
+		dst, err := im.dst.doAll(ctx, gets)
+		if err != nil {
+			return wrote, fmt.Errorf("target GET: %w", err)
+		}
+		var sets [][]any
+		for i, k := range keys[:n] {
+			if src[i] != nil && src[i] != dst[i] {
+				sets = append(sets, []any{"SET", k, src[i]})
+			}
+		}
+		if len(sets) > 0 {
+			if _, err := im.dst.doAll(ctx, sets); err != nil {
+				return wrote, fmt.Errorf("target SET: %w", err)
+			}
+		}
+		wrote += len(sets)
+		if _, err := im.syncExpiries(ctx, keys[:n]); err != nil {
+			return wrote, err
+		}
+		keys = keys[n:]
+	}
+	return wrote, nil
 }
 
 // xaddCmd is one XADD of a copy: of an entry, or of a hole's placeholder.
@@ -177,4 +221,48 @@ func (j *streamJob) xadd(ctx context.Context, batch []xaddCmd) (int64, error) {
 	j.copied += added
 	j.im.progress.entries.Add(added)
 	return added, first
+}
+
+// syncExpiries gives the target's keys the source's expiry times (a key's
+// time to live is part of its state: a backup carries it, and a Redis key
+// may have one): PEXPIRETIME is read on both sides, and a difference is
+// set with PEXPIREAT (a time already past deletes the key, as on the
+// source it is gone) or cleared with PERSIST. It says how many keys it
+// changed.
+func (im *importer) syncExpiries(ctx context.Context, keys []string) (int, error) {
+	if len(keys) == 0 {
+		return 0, nil
+	}
+	reads := make([][]any, len(keys))
+	for i, k := range keys {
+		reads[i] = []any{"PEXPIRETIME", k}
+	}
+	src, err := im.src.doAll(ctx, reads)
+	if err != nil {
+		return 0, fmt.Errorf("%s PEXPIRETIME: %w", im.src.label(), err)
+	}
+	dst, err := im.dst.doAll(ctx, reads)
+	if err != nil {
+		return 0, fmt.Errorf("target PEXPIRETIME: %w", err)
+	}
+	var fix [][]any
+	for i, k := range keys {
+		s, okS := src[i].(int64)
+		d, okD := dst[i].(int64)
+		switch {
+		case !okS || !okD || s == d || s == -2 || d == -2:
+			// An error, the same expiry, or a key missing on a side (a
+			// source key gone meanwhile, a target key not written).
+		case s >= 0:
+			fix = append(fix, []any{"PEXPIREAT", k, s})
+		default:
+			fix = append(fix, []any{"PERSIST", k})
+		}
+	}
+	if len(fix) > 0 {
+		if _, err := im.dst.doAll(ctx, fix); err != nil {
+			return 0, fmt.Errorf("target PEXPIREAT: %w", err)
+		}
+	}
+	return len(fix), nil
 }

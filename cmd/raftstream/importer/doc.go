@@ -1,7 +1,8 @@
 // Package importer is `raftstream import`: it copies streams from a running
 // redis-server or Redis Cluster into a raftstream node or cluster, so that
 // a team moves with its data, its consumer groups and its unacknowledged
-// work.
+// work. `raftstream restore` writes a raftstream backup back with the same
+// writer (Sources, below).
 //
 //	raftstream import --from host:port [--cluster] [--match pattern] [--to host:port]
 //	                  [--password …] [--to-password …] [--verify]
@@ -25,9 +26,25 @@
 //     XCLAIM key group owner 0 id TIME delivery-time RETRYCOUNT
 //     delivery-count FORCE JUSTID, which creates the PEL entry without
 //     delivering anything (the form Redis propagates to replicas);
+//   - a pending entry no consumer owns (released by XNACK, Redis 8.8):
+//     XNACK key group FAIL IDS 1 id RETRYCOUNT delivery-count FORCE, which
+//     makes it owner-less with the same delivery count;
+//   - IDMP settings, when the source reports them (Redis 8.6): XCFGSET key
+//     IDMP-DURATION d IDMP-MAXSIZE n;
 //   - last-generated-id, entries-added and max-deleted-entry-id, last:
 //     XSETID key id ENTRIESADDED n MAXDELETEDID id. Lag follows from these
 //     and entries-read, so it is the source's too.
+//
+// # Sources
+//
+// The import reads through a Source (source.go): the Redis server or
+// cluster of --from, or, for `raftstream restore`, one shard of a
+// raftstream backup decoded into an engine (EngineSource, RunFrom), whose
+// command replies go through the same RESP2 encoding and decoding as a
+// server's, so the import decides alike. A backup adds what only a
+// raftstream engine has: dead-letter settings (XGROUP SETDLQ, set on
+// every run since no command reads them back) and string keys (GET, then
+// SET where the target differs).
 //
 // A pending entry whose stream entry is gone (deleted or trimmed after it
 // was delivered, and never acknowledged) cannot be made pending by XCLAIM,
@@ -70,16 +87,17 @@
 //     CREATECONSUMER set to the moment of the import. XCLAIM TIME sets the
 //     pending entry's delivery time exactly, but no command sets a
 //     consumer's seen-time or active-time to a given value;
-//   - the IDMP producer state of Redis 8.6 (idmp-duration, idmp-maxsize,
-//     pids-tracked, iids-*), which is not imported.
+//   - the IDMP memory of producers of Redis 8.6 (pids-tracked, iids-*),
+//     which no command writes.
 //
 // Fields only one side reports (raftstream reports active-time,
 // nacked-count and the IDMP fields, which Redis 7.0 lacks) are listed, not
-// counted as differences. Two more can differ and are reported when they
-// do: a delivery time later than the target's clock (a source clock ahead
-// of the target's) becomes the target's now, as XCLAIM TIME does in Redis;
-// a pending entry with no owner (released by Redis 8's XNACK) is not
-// reproduced, since XCLAIM always gives one.
+// counted as differences. One more can differ and is reported when it
+// does: a delivery time later than the target's clock (a source clock
+// ahead of the target's) becomes the target's now, as XCLAIM TIME does in
+// Redis. Owner-less pending entries are released in ID order: the order
+// the source released them in, in which XREADGROUP … CLAIM offers them, is
+// shown by no command.
 //
 // # Cost
 //

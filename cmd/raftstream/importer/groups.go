@@ -95,20 +95,30 @@ func (j *streamJob) groupDiff(sg, dg *groupInfo, gone map[engine.ID]bool) ([]gro
 	return cmds, nil
 }
 
-// claim is the XCLAIM that reproduces the source's pending entry n on the
-// target; none for an entry no consumer owns (released by Redis 8's
-// XNACK: XCLAIM always gives an owner), which is logged.
+// claim is the command that reproduces the source's pending entry n on
+// the target: XCLAIM for an entry a consumer owns, XNACK … FORCE for one
+// that no consumer owns (released by XNACK, Redis 8.8: XCLAIM always gives
+// an owner), which makes the target's entry owner-less with the same
+// delivery count and no delivery time. Released entries are released in
+// ID order; the source's release order (in which XREADGROUP … CLAIM offers
+// them) is shown by no command.
 func (j *streamJob) claim(group string, n nackInfo, gone map[engine.ID]bool) ([]groupCmd, error) {
 	if gone[n.id] {
 		return nil, permanent(fmt.Errorf("pending entry %s of group %s: its entry was deleted on the source and is no longer on the target, "+
 			"so XCLAIM cannot make it pending; DEL %s on the target and import again", n.id, group, j.key))
 	}
-	if n.consumer == "" {
-		j.im.cfg.Logger.Warn("pending entry has no owner on the source (XNACK); not reproduced",
-			"key", j.key, "group", group, "id", n.id.String())
-		return nil, nil
-	}
 	id := n.id.String()
+	if n.consumer == "" {
+		return []groupCmd{{
+			argv: []any{"XNACK", j.key, group, "FAIL", "IDS", 1, id, "RETRYCOUNT", n.deliveryCount, "FORCE"},
+			check: func(reply any) error {
+				if reply != int64(1) {
+					return fmt.Errorf("XNACK %s %s %s: the target did not release it (reply %v): is the entry missing?", j.key, group, id, reply)
+				}
+				return nil
+			},
+		}}, nil
+	}
 	return []groupCmd{{
 		argv: []any{"XCLAIM", j.key, group, n.consumer, 0, id, "TIME", n.deliveryTime,
 			"RETRYCOUNT", n.deliveryCount, "FORCE", "JUSTID"},

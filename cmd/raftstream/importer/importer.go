@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,8 +17,10 @@ type Result struct {
 	Vanished int // streams deleted on the source before their turn
 	// Failed maps a stream to the reason it could not be imported.
 	Failed map[string]error
-	// Entries is the number of entries copied (this run).
+	// Entries is the number of entries copied (this run); Strings the
+	// string keys written (RunFrom).
 	Entries int64
+	Strings int
 	Elapsed time.Duration
 	// Differences is the number of differences --verify found (0 without
 	// Verify).
@@ -37,10 +40,11 @@ func (r *Result) EntriesPerSecond() float64 {
 // --verify found.
 var ErrDifferences = errors.New("the target differs from the source")
 
-// importer is one Run's state.
+// importer is one run's state.
 type importer struct {
 	cfg      Config
-	src, dst *endpoint
+	src      Source
+	dst      *endpoint
 	progress *progress
 }
 
@@ -58,6 +62,22 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	defer src.Close()
+	return run(ctx, cfg, src)
+}
+
+// RunFrom is Run reading from src instead of cfg.From (whose fields
+// Cluster and Password are not used either): `raftstream restore` writes a
+// backup back one decoded shard at a time (EngineSource). Besides the
+// streams it copies the source's string keys matching cfg.Match.
+func RunFrom(ctx context.Context, cfg Config, src Source) (*Result, error) {
+	if err := cfg.validateCopy(); err != nil {
+		return nil, err
+	}
+	return run(ctx, cfg, src)
+}
+
+// run is Run and RunFrom once the source is open.
+func run(ctx context.Context, cfg Config, src Source) (*Result, error) {
 	dst, err := dial(ctx, "target", cfg.To, cfg.ToPassword, nil, &cfg)
 	if err != nil {
 		return nil, err
@@ -70,7 +90,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	lens, err := src.lengths(ctx, keys, cfg.Chunk)
+	lens, err := lengths(ctx, src, keys, cfg.Chunk)
 	if err != nil {
 		return nil, err
 	}
@@ -78,12 +98,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	for _, n := range lens {
 		total += n
 	}
-	cfg.Logger.Info("importing", "from", src.addr, "source-cluster", src.cluster, "to", dst.addr,
+	cfg.Logger.Info("importing", "from", cmp.Or(cfg.From, src.label()), "to", dst.addr,
 		"target-cluster", dst.cluster, "streams", len(keys), "entries", total)
 
 	// 2. Import them, Parallel at a time.
 	res := &Result{Streams: len(keys), Failed: map[string]error{}}
-	im.progress = newProgress(cfg.Progress, cfg.ProgressTTY, cfg.ProgressEvery, len(keys), total)
+	im.progress = newProgress(cfg.Progress, cfg.Label, cfg.ProgressTTY, cfg.ProgressEvery, len(keys), total)
 	stopProgress := im.progress.start()
 	start := time.Now()
 	var mu sync.Mutex
@@ -121,15 +141,25 @@ feed:
 	}
 	close(work)
 	wg.Wait()
+	if ctx.Err() == nil {
+		res.Strings, err = im.copyStrings(ctx)
+		if err != nil {
+			res.Failed["(string keys)"] = err
+		}
+	}
 	res.Elapsed = time.Since(start)
 	res.Entries = im.progress.entries.Load()
 	stopProgress()
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}
-	fmt.Fprintf(cfg.Out, "streams: %d imported, %d already complete, %d failed, %d gone from the source; %d entries copied in %.1fs (%.0f entries/s)\n",
-		res.Imported, res.Skipped, len(res.Failed), res.Vanished, res.Entries, res.Elapsed.Seconds(), res.EntriesPerSecond())
-	for _, k := range keys {
+	strs := ""
+	if res.Strings > 0 {
+		strs = fmt.Sprintf("; %d string keys copied", res.Strings)
+	}
+	fmt.Fprintf(cfg.Out, "streams: %d imported, %d already complete, %d failed, %d gone from the source; %d entries copied in %.1fs (%.0f entries/s)%s\n",
+		res.Imported, res.Skipped, len(res.Failed), res.Vanished, res.Entries, res.Elapsed.Seconds(), res.EntriesPerSecond(), strs)
+	for _, k := range append(keys, "(string keys)") {
 		if err := res.Failed[k]; err != nil {
 			fmt.Fprintf(cfg.Out, "FAILED %s: %v\n", k, err)
 		}

@@ -242,13 +242,13 @@ func isWrongType(err error) bool {
 	return errors.As(err, &re) && strings.HasPrefix(re.Error(), "WRONGTYPE")
 }
 
-// fetchInfo reads key's state from c: XINFO GROUPS for the size of the
+// fetchInfo reads key's state from r: XINFO GROUPS for the size of the
 // largest PEL, then XINFO STREAM FULL with a COUNT that covers it (again,
 // larger, if the PEL grew in between). A missing key is a streamInfo with
 // exists false; a key of another type is an error.
-func fetchInfo(ctx context.Context, c redis.UniversalClient, key string, minCount int64) (streamInfo, error) {
+func fetchInfo(ctx context.Context, r reader, key string, minCount int64) (streamInfo, error) {
 	count := max(minCount, 1)
-	gs, err := c.Do(ctx, "XINFO", "GROUPS", key).Slice()
+	gs, err := asSlice(r.do(ctx, "XINFO", "GROUPS", key))
 	if isNoSuchKey(err) {
 		return streamInfo{}, nil
 	}
@@ -259,13 +259,13 @@ func fetchInfo(ctx context.Context, c redis.UniversalClient, key string, minCoun
 		return streamInfo{}, err
 	}
 	for _, gv := range gs {
-		var r replyReader
-		if f := r.fields(gv, "group"); r.err == nil {
-			count = max(count, r.int(f, "pending"))
+		var rr replyReader
+		if f := rr.fields(gv, "group"); rr.err == nil {
+			count = max(count, rr.int(f, "pending"))
 		}
 	}
 	for range 3 {
-		reply, err := c.Do(ctx, "XINFO", "STREAM", key, "FULL", "COUNT", count).Result()
+		reply, err := r.do(ctx, "XINFO", "STREAM", key, "FULL", "COUNT", count)
 		if isNoSuchKey(err) {
 			return streamInfo{}, nil
 		}

@@ -14,6 +14,7 @@ import (
 // a CI log), a plain line every interval. Both end with a final line.
 type progress struct {
 	w        io.Writer
+	label    string // what each plain line starts with
 	tty      bool
 	every    time.Duration
 	streamsN int
@@ -27,8 +28,8 @@ type progress struct {
 	begin   time.Time
 }
 
-func newProgress(w io.Writer, tty bool, every time.Duration, streams int, entries int64) *progress {
-	return &progress{w: w, tty: tty, every: every, streamsN: streams, entriesN: entries}
+func newProgress(w io.Writer, label string, tty bool, every time.Duration, streams int, entries int64) *progress {
+	return &progress{w: w, label: label, tty: tty, every: every, streamsN: streams, entriesN: entries}
 }
 
 // finished counts a stream done: n entries on the source (when the import
@@ -79,7 +80,7 @@ func (p *progress) show(last bool) {
 	}
 	counts += fmt.Sprintf("  %.0f entries/s  %s", rate, el.Round(time.Second))
 	if !p.tty {
-		fmt.Fprintf(p.w, "import: %s\n", counts)
+		fmt.Fprintf(p.w, "%s: %s\n", p.label, counts)
 		return
 	}
 	const width = 30

@@ -7,8 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/raftstream/raftstream/engine"
 )
 
@@ -20,15 +18,19 @@ import (
 //     target), with placeholders at holes (copy.go). The target's
 //     last-generated-id is the last XADD an earlier run made, since the
 //     metadata is set last.
-//  2. Consumer groups, consumers and PELs, from their difference (groups.go).
+//  2. Consumer groups, consumers and PELs, from their difference (groups.go),
+//     then a backup's dead-letter settings (XGROUP SETDLQ).
 //  3. Placeholders removed: XTRIM MINID for the holes before the source's
 //     first entry (trimmed there), XDEL for the others.
-//  4. XSETID key last-generated-id ENTRIESADDED n MAXDELETEDID id, when the
+//  4. The IDMP settings, when the source reports them (Redis 8.6, a backup)
+//     and the target's differ: XCFGSET.
+//  5. XSETID key last-generated-id ENTRIESADDED n MAXDELETEDID id, when the
 //     target's differ.
 //
 // A stream whose target already equals the source (same last-generated-id,
-// entries-added, length, max-deleted-entry-id, groups and PELs) gets no
-// write at all.
+// entries-added, length, max-deleted-entry-id, groups and PELs, IDMP
+// settings) gets no write at all, but for dead-letter settings, which no
+// command reads back.
 
 // streamJob is one stream's import, across its tries.
 type streamJob struct {
@@ -94,14 +96,14 @@ func (im *importer) importStream(ctx context.Context, key string) (outcome, int6
 
 // try is one attempt at the stream; see the top of the file.
 func (j *streamJob) try(ctx context.Context) (outcome, error) {
-	src, err := fetchInfo(ctx, j.im.src.c, j.key, 1)
+	src, err := fetchInfo(ctx, j.im.src, j.key, 1)
 	if err != nil {
 		return imported, fmt.Errorf("source: %w", err)
 	}
 	if !src.exists {
 		return vanished, nil
 	}
-	dst, err := fetchInfo(ctx, j.im.dst.c, j.key, src.maxPEL())
+	dst, err := fetchInfo(ctx, j.im.dst, j.key, src.maxPEL())
 	if err != nil {
 		return imported, fmt.Errorf("target: %w", err)
 	}
@@ -130,7 +132,7 @@ func (j *streamJob) try(ctx context.Context) (outcome, error) {
 		wrote = true
 	}
 	if wrote {
-		if dst, err = fetchInfo(ctx, j.im.dst.c, j.key, src.maxPEL()); err != nil {
+		if dst, err = fetchInfo(ctx, j.im.dst, j.key, src.maxPEL()); err != nil {
 			return imported, fmt.Errorf("target: %w", err)
 		}
 	}
@@ -152,11 +154,21 @@ func (j *streamJob) try(ctx context.Context) (outcome, error) {
 		return imported, err
 	}
 	wrote = wrote || w
+	w, err = j.syncSettings(ctx, &src)
+	if err != nil {
+		return imported, err
+	}
+	wrote = wrote || w
 	w, err = j.setMeta(ctx, &src)
 	if err != nil {
 		return imported, err
 	}
-	if wrote = wrote || w; wrote {
+	wrote = wrote || w
+	n, err = j.im.syncExpiries(ctx, []string{j.key})
+	if err != nil {
+		return imported, err
+	}
+	if wrote = wrote || n > 0; wrote {
 		return imported, nil
 	}
 	return skipped, nil
@@ -165,7 +177,9 @@ func (j *streamJob) try(ctx context.Context) (outcome, error) {
 // syncGroups brings the target's groups to the source's (groups.go) and
 // says how many commands it sent (0: the groups were equal). gone holds
 // the holes (copy.go) whose placeholder is no longer on the target: their
-// pending entries can no longer be reproduced.
+// pending entries can no longer be reproduced. Dead-letter settings (a
+// backup's) are set after: no command shows the target's, so they are
+// set on every run and not counted.
 func (j *streamJob) syncGroups(ctx context.Context, src, dst *streamInfo, gone map[engine.ID]bool) (int, error) {
 	n := 0
 	for i := range src.groups {
@@ -178,7 +192,42 @@ func (j *streamJob) syncGroups(ctx context.Context, src, dst *streamInfo, gone m
 		}
 		n += len(cs)
 	}
-	return n, nil
+	var dlq []groupCmd
+	for _, d := range j.im.src.deadLetters(j.key) {
+		dlq = append(dlq, groupCmd{argv: []any{"XGROUP", "SETDLQ", j.key, d.Group, d.MaxDeliveries, d.Key}})
+	}
+	return n, j.run(ctx, dlq)
+}
+
+// idmpSettings are the IDMP fields of XINFO STREAM (Redis 8.6) that
+// XCFGSET sets.
+var idmpSettings = []string{"idmp-duration", "idmp-maxsize"}
+
+// syncSettings gives the target stream the source's IDMP settings
+// (XCFGSET key IDMP-DURATION d IDMP-MAXSIZE n) when the source reports
+// them (Redis 8.6, a backup) and they differ; it reports whether it
+// wrote. The IDMP memory of producers is not copied: no command writes it.
+func (j *streamJob) syncSettings(ctx context.Context, src *streamInfo) (bool, error) {
+	dur, size := src.full.get(idmpSettings[0]), src.full.get(idmpSettings[1])
+	if dur == nil || size == nil {
+		return false, nil
+	}
+	dst, err := j.im.dst.do(ctx, "XINFO", "STREAM", j.key)
+	if err != nil {
+		return false, fmt.Errorf("target XINFO STREAM %s: %w", j.key, err)
+	}
+	f, err := asFields(dst)
+	if err != nil {
+		return false, fmt.Errorf("target XINFO STREAM %s: %w", j.key, err)
+	}
+	if f.get(idmpSettings[0]) == dur && f.get(idmpSettings[1]) == size {
+		return false, nil
+	}
+	argv := []any{"XCFGSET", j.key, "IDMP-DURATION", dur, "IDMP-MAXSIZE", size}
+	if err := j.im.dst.c.Do(ctx, argv...).Err(); err != nil {
+		return false, permanent(fmt.Errorf("target %v: %w", argv, err))
+	}
+	return true, nil
 }
 
 // checkGap looks, after a try whose XADDs failed, for a failed ID that the
@@ -243,23 +292,23 @@ func (j *streamJob) exist(ctx context.Context, ids []engine.ID) ([]bool, error) 
 	return existOn(ctx, j.im.dst, j.key, ids, j.im.cfg.Chunk)
 }
 
-// existOn says which of ids e's stream key holds (XRANGE key id id,
+// existOn says which of ids r's stream key holds (XRANGE key id id,
 // pipelined in batches of chunk).
-func existOn(ctx context.Context, e *endpoint, key string, ids []engine.ID, chunk int) ([]bool, error) {
+func existOn(ctx context.Context, r reader, key string, ids []engine.ID, chunk int) ([]bool, error) {
 	out := make([]bool, 0, len(ids))
 	for len(ids) > 0 {
 		n := min(len(ids), chunk)
-		p := e.c.Pipeline()
-		for _, id := range ids[:n] {
+		cmds := make([][]any, n)
+		for i, id := range ids[:n] {
 			s := id.String()
-			p.Do(ctx, "XRANGE", key, s, s, "COUNT", 1)
+			cmds[i] = []any{"XRANGE", key, s, s, "COUNT", 1}
 		}
-		cmds, err := p.Exec(ctx)
+		replies, err := r.doAll(ctx, cmds)
 		if err != nil {
-			return nil, fmt.Errorf("%s XRANGE %s: %w", e.name, key, err)
+			return nil, fmt.Errorf("%s XRANGE %s: %w", r.label(), key, err)
 		}
-		for _, c := range cmds {
-			a, _ := c.(*redis.Cmd).Slice()
+		for _, v := range replies {
+			a, _ := v.([]any)
 			out = append(out, len(a) > 0)
 		}
 		ids = ids[n:]
@@ -356,18 +405,18 @@ type meta struct {
 	entriesAdded        int64
 }
 
-// fetchMeta reads key's meta from e.
-func fetchMeta(ctx context.Context, e *endpoint, key string) (meta, error) {
-	reply, err := e.c.Do(ctx, "XINFO", "STREAM", key).Result()
+// fetchMeta reads key's meta from r.
+func fetchMeta(ctx context.Context, r reader, key string) (meta, error) {
+	reply, err := r.do(ctx, "XINFO", "STREAM", key)
 	if err != nil {
-		return meta{}, fmt.Errorf("%s XINFO STREAM %s: %w", e.name, key, err)
+		return meta{}, fmt.Errorf("%s XINFO STREAM %s: %w", r.label(), key, err)
 	}
-	var r replyReader
-	f := r.fields(reply, "XINFO STREAM")
-	m := meta{length: r.int(f, "length"), lastGen: r.id(f.get("last-generated-id")),
-		maxDeleted: r.id(f.get("max-deleted-entry-id")), entriesAdded: r.int(f, "entries-added")}
-	if r.err != nil {
-		return meta{}, fmt.Errorf("%s XINFO STREAM %s: %w", e.name, key, r.err)
+	var rr replyReader
+	f := rr.fields(reply, "XINFO STREAM")
+	m := meta{length: rr.int(f, "length"), lastGen: rr.id(f.get("last-generated-id")),
+		maxDeleted: rr.id(f.get("max-deleted-entry-id")), entriesAdded: rr.int(f, "entries-added")}
+	if rr.err != nil {
+		return meta{}, fmt.Errorf("%s XINFO STREAM %s: %w", r.label(), key, rr.err)
 	}
 	return m, nil
 }

@@ -20,8 +20,7 @@ import (
 var notCompared = map[string]bool{
 	"radix-tree-keys": true, "radix-tree-nodes": true, // each server packs entries its own way
 	"seen-time": true, "active-time": true, // the time of the import
-	"idmp-duration": true, "idmp-maxsize": true, "pids-tracked": true, // IDMP state: not imported
-	"iids-tracked": true, "iids-added": true, "iids-duplicates": true,
+	"pids-tracked": true, "iids-tracked": true, "iids-added": true, "iids-duplicates": true, // IDMP memory: not copied
 }
 
 // verifyReport collects one verification's findings.
@@ -77,16 +76,16 @@ func (im *importer) verify(ctx context.Context, keys []string) (int, error) {
 
 // verifyStream compares one stream.
 func (im *importer) verifyStream(ctx context.Context, key string, r *verifyReport) error {
-	src, err := fetchInfo(ctx, im.src.c, key, 1)
+	src, err := fetchInfo(ctx, im.src, key, 1)
 	if err != nil {
 		return fmt.Errorf("verify: source: %w", err)
 	}
-	dst, err := fetchInfo(ctx, im.dst.c, key, src.count)
+	dst, err := fetchInfo(ctx, im.dst, key, src.count)
 	if err != nil {
 		return fmt.Errorf("verify: target: %w", err)
 	}
 	if src.exists && dst.count > src.count {
-		if src, err = fetchInfo(ctx, im.src.c, key, dst.count); err != nil {
+		if src, err = fetchInfo(ctx, im.src, key, dst.count); err != nil {
 			return fmt.Errorf("verify: source: %w", err)
 		}
 	}
@@ -168,10 +167,10 @@ func (im *importer) compareEntries(ctx context.Context, key string, r *verifyRep
 	start := "-"
 	for n := 0; ; n++ {
 		var sides [2][]any
-		for i, e := range []*endpoint{im.src, im.dst} {
-			reply, err := e.c.Do(ctx, "XRANGE", key, start, "+", "COUNT", im.cfg.Chunk).Slice()
+		for i, r := range []reader{im.src, im.dst} {
+			reply, err := asSlice(r.do(ctx, "XRANGE", key, start, "+", "COUNT", im.cfg.Chunk))
 			if err != nil {
-				return fmt.Errorf("verify: %s XRANGE %s: %w", e.name, key, err)
+				return fmt.Errorf("verify: %s XRANGE %s: %w", r.label(), key, err)
 			}
 			sides[i] = reply
 		}
