@@ -11,8 +11,9 @@ import (
 	"github.com/raftstream/raftstream/engine"
 )
 
-// infoSections are INFO's sections in Redis's order; "raft" is ours.
-var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "cpu", "cluster", "keyspace", "raft"}
+// infoSections are INFO's sections in Redis's order; "raft" and "bus" are
+// ours.
+var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "cpu", "cluster", "keyspace", "raft", "bus"}
 
 // cmdInfo implements INFO [section ...] (default, all, everything, or names).
 func cmdInfo(s *Server, c *client, argv [][]byte) reply {
@@ -153,6 +154,8 @@ func (s *Server) infoSection(c *client, b *strings.Builder, sec string) {
 			fmt.Fprintf(b, "shard%d:role=%s,term=%d,commit_index=%d,applied_index=%d,last_index=%d,leader=%s\r\n",
 				sh, st.Role, st.Term, st.CommitIndex, st.AppliedIndex, st.LastIndex, st.Leader)
 		}
+	case "bus":
+		s.infoBus(b)
 	}
 }
 
