@@ -40,16 +40,16 @@ type rpcRequest struct {
 }
 
 type rpcResponse struct {
-	Self    Member         `json:"self"`
-	Known   []Member       `json:"known,omitempty"`
-	Shards  int            `json:"shards"`
-	Members *Membership    `json:"members,omitempty"`
-	Leads   []int          `json:"leads,omitempty"`
+	Self    Member      `json:"self"`
+	Known   []Member    `json:"known,omitempty"`
+	Shards  int         `json:"shards"`
+	Members *Membership `json:"members,omitempty"`
+	Leads   []int       `json:"leads,omitempty"`
 	// LeadTerms[i] is the term in which the responder leads Leads[i].
 	LeadTerms []uint64       `json:"lead_terms,omitempty"`
 	Applied   map[int]uint64 `json:"applied,omitempty"`
 	Confs     []groupConf    `json:"confs,omitempty"`
-	Err     string         `json:"err,omitempty"`
+	Err       string         `json:"err,omitempty"`
 }
 
 // discovery is the set of nodes this node has heard of before formation.
