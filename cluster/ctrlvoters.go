@@ -20,9 +20,10 @@ import (
 //
 //   - a member that is draining, removed, or down for longer than
 //     Config.DeadAfter (the grace period) is dropped from it;
-//   - while it has fewer voters than ctrlTarget(eligible members) — the
-//     largest odd number up to maxControllerVoters — live eligible members
-//     are added, lowest ID first.
+//   - it holds ctrlTarget(members not dropped) voters — the largest odd
+//     number up to maxControllerVoters: live members are added, lowest ID
+//     first, while it has fewer; a surplus (after a removal) goes, voters
+//     that are down first.
 //
 // The leader then converges the group's Raft configuration to that set one
 // step at a time (converge, reconfig.go): a new voter is added as a
@@ -77,35 +78,45 @@ func controllerVoters(m *Membership) []raft.Server {
 
 // planCtrlVoters returns the desired controller voters given the current
 // list cur, the members (sorted by ID), which of them may no longer vote
-// (dropped: draining, or down past the grace period) and which could be
-// added (eligible: live and not draining). It is pure and deterministic:
-// voters that stay keep their place, additions go lowest ID first, and a
-// voter that is merely down is kept (the group tolerates a minority down).
-func planCtrlVoters(cur, members []string, dropped, eligible func(id string) bool) []string {
+// (dropped: draining, or down past the grace period) and which are live.
+// The target is ctrlTarget(members not dropped): live members are added,
+// lowest ID first, while there are fewer voters; while there are more (a
+// voter left), voters that are down go first, then the highest IDs. A voter
+// that is merely down is otherwise kept: the group tolerates a minority
+// down. Pure and deterministic, and a fixed point of its own output.
+func planCtrlVoters(cur, members []string, dropped, live func(id string) bool) []string {
 	var keep []string
 	for _, id := range cur {
 		if slices.Contains(members, id) && !dropped(id) && !slices.Contains(keep, id) {
 			keep = append(keep, id)
 		}
 	}
-	n := 0
+	candidates := 0
 	for _, id := range members {
-		if eligible(id) {
-			n++
+		if !dropped(id) {
+			candidates++
 		}
 	}
+	target := ctrlTarget(candidates)
 	for _, id := range members {
-		if len(keep) >= ctrlTarget(n) {
+		if len(keep) >= target {
 			break
 		}
-		if eligible(id) && !slices.Contains(keep, id) {
+		if !dropped(id) && live(id) && !slices.Contains(keep, id) {
 			keep = append(keep, id)
 		}
 	}
-	if len(keep) > maxControllerVoters {
-		keep = keep[:maxControllerVoters]
-	}
 	slices.Sort(keep)
+	for len(keep) > target {
+		k := len(keep) - 1
+		for j := len(keep) - 1; j >= 0; j-- {
+			if !live(keep[j]) {
+				k = j
+				break
+			}
+		}
+		keep = slices.Delete(keep, k, k+1)
+	}
 	return keep
 }
 
@@ -119,10 +130,8 @@ func (n *Node) planControllerVoters(m *Membership) {
 	dropped := func(id string) bool {
 		return slices.Contains(m.Draining, id) || n.deadPastGrace(id)
 	}
-	eligible := func(id string) bool {
-		return !slices.Contains(m.Draining, id) && (id == n.id || n.health.up(id))
-	}
-	want := planCtrlVoters(ctrlVoterIDs(m), ids, dropped, eligible)
+	live := func(id string) bool { return id == n.id || n.health.up(id) }
+	want := planCtrlVoters(ctrlVoterIDs(m), ids, dropped, live)
 	if !slices.Equal(want, m.CtrlVoters) {
 		if len(m.CtrlVoters) > 0 || !slices.Equal(want, ctrlVoterIDs(m)) {
 			n.log.Info("controller: voters planned", "voters", want, "was", ctrlVoterIDs(m))
