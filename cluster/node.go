@@ -655,7 +655,17 @@ func (n *Node) ShardStatus(shard int) (ShardStatus, bool) {
 	if ls == nil {
 		return ShardStatus{}, false
 	}
-	return shardStatus(ls), true
+	st := shardStatus(ls)
+	if f := ls.s.Raft().GetConfiguration(); f.Error() == nil {
+		for _, s := range f.Configuration().Servers {
+			if s.Suffrage == raft.Voter {
+				st.Voters = append(st.Voters, string(s.ID))
+			} else {
+				st.Nonvoters = append(st.Nonvoters, string(s.ID))
+			}
+		}
+	}
+	return st, true
 }
 
 // shardStatus is the Raft state of the local replica ls.

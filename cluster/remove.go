@@ -108,7 +108,7 @@ func (n *Node) RemoveNode(ctx context.Context, id string) error {
 	}
 	var affected []int
 	if member {
-		if err := n.removalPossible(st.members, id); err != nil {
+		if err := n.removalPossible(ctx, st.members, id); err != nil {
 			return err
 		}
 		for i, r := range st.members.Shards {
@@ -137,7 +137,9 @@ func (n *Node) RemoveNode(ctx context.Context, id string) error {
 
 // removalPossible refuses a removal that cannot leave the cluster whole:
 // the last node, or fewer live nodes left than a full replica set needs.
-func (n *Node) removalPossible(m *Membership, id string) error {
+// A member this node sees down is asked directly first (it may have just
+// come back): the refusal rests on a fresh answer.
+func (n *Node) removalPossible(ctx context.Context, m *Membership, id string) error {
 	var rest, down []string
 	live := 0
 	for _, mb := range m.Nodes {
@@ -145,7 +147,7 @@ func (n *Node) removalPossible(m *Membership, id string) error {
 			continue
 		}
 		rest = append(rest, mb.ID)
-		if mb.ID == n.id || n.health.up(mb.ID) {
+		if mb.ID == n.id || n.health.up(mb.ID) || n.answers(ctx, mb) {
 			live++
 		} else {
 			down = append(down, mb.ID)
@@ -160,6 +162,15 @@ func (n *Node) removalPossible(m *Membership, id string) error {
 			id, need, live, strings.Join(down, ", "))
 	}
 	return nil
+}
+
+// answers reports whether member mb answers a status request within a
+// second.
+func (n *Node) answers(ctx context.Context, mb Member) bool {
+	cctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	_, err := n.call(cctx, mb.Bus, rpcRequest{Op: "status", From: n.self})
+	return err == nil
 }
 
 // askRemove sends the removal to the controller leader through any member.

@@ -36,4 +36,8 @@ type ShardStatus struct {
 	AppliedIndex uint64
 	LastIndex    uint64
 	Leader       string
+	// Voters and Nonvoters are the node IDs in the replica's latest Raft
+	// configuration (the committed one on a leader once its change
+	// committed).
+	Voters, Nonvoters []string
 }

@@ -151,8 +151,9 @@ func (s *Server) infoSection(c *client, b *strings.Builder, sec string) {
 			if !ok {
 				continue
 			}
-			fmt.Fprintf(b, "shard%d:role=%s,term=%d,commit_index=%d,applied_index=%d,last_index=%d,leader=%s\r\n",
-				sh, st.Role, st.Term, st.CommitIndex, st.AppliedIndex, st.LastIndex, st.Leader)
+			fmt.Fprintf(b, "shard%d:role=%s,term=%d,commit_index=%d,applied_index=%d,last_index=%d,leader=%s,voters=%s,nonvoters=%s\r\n",
+				sh, st.Role, st.Term, st.CommitIndex, st.AppliedIndex, st.LastIndex, st.Leader,
+				strings.Join(st.Voters, "|"), strings.Join(st.Nonvoters, "|"))
 		}
 	case "bus":
 		s.infoBus(b)

@@ -63,10 +63,11 @@ func startCluster(t *testing.T, n, shards int, extra ...string) *cluster {
 }
 
 // newJoiner prepares (does not start) one more node that joins the running
-// cluster.
-func (c *cluster) newJoiner() *testkit.Node {
+// cluster, with extra flags (--shards N for a cluster of other than 16).
+func (c *cluster) newJoiner(extra ...string) *testkit.Node {
 	name := fmt.Sprint("n", len(c.procs)+1)
-	p := testkit.NewNode(c.t, name, "", append(slices.Clone(nodeArgs), "--join", strings.Join(c.buses, ","))...)
+	args := append(append(slices.Clone(nodeArgs), "--join", strings.Join(c.buses, ",")), extra...)
+	p := testkit.NewNode(c.t, name, "", args...)
 	c.procs = append(c.procs, p)
 	return p
 }
