@@ -52,7 +52,7 @@ func (n *Node) BusStats() BusStats {
 	}
 	if g := n.gossip.Load(); g != nil {
 		s.Gossip = g.mode
-		s.GossipMembers = g.ml.NumMembers()
+		s.GossipMembers = len(g.view())
 	}
 	if st := n.st.Load(); st.members != nil {
 		s.CtrlMembership = st.members.Ctrl

@@ -47,6 +47,11 @@ type gossip struct {
 	poke chan struct{}
 	// fetching is set while a newer controller Membership is fetched.
 	fetching atomic.Bool
+	// vmu guards members: the members memberlist reports alive, with
+	// their metadata, as its events delivered them (memberlist.Members
+	// hands out nodes it goes on changing, so it is not read).
+	vmu     sync.Mutex
+	members map[string]gossipMeta
 }
 
 // GossipOff is the Config.GossipAddr value that turns gossip off.
@@ -90,7 +95,8 @@ func (m gossipMeta) encode(limit int) []byte {
 }
 
 // gossipDelegate implements memberlist.Delegate (metadata only) and
-// memberlist.EventDelegate.
+// memberlist.EventDelegate. memberlist calls the events holding its node
+// lock, so the node they describe is read there and only there.
 type gossipDelegate struct{ g *gossip }
 
 func (d *gossipDelegate) NodeMeta(limit int) []byte {
@@ -112,9 +118,24 @@ func (d *gossipDelegate) wake() {
 	default:
 	}
 }
-func (d *gossipDelegate) NotifyJoin(*memberlist.Node)   { d.wake() }
-func (d *gossipDelegate) NotifyLeave(*memberlist.Node)  { d.wake() }
-func (d *gossipDelegate) NotifyUpdate(*memberlist.Node) { d.wake() }
+// alive records n as alive with its metadata.
+func (d *gossipDelegate) alive(n *memberlist.Node) {
+	var m gossipMeta
+	_ = json.Unmarshal(n.Meta, &m)
+	d.g.vmu.Lock()
+	d.g.members[n.Name] = m
+	d.g.vmu.Unlock()
+	d.wake()
+}
+
+func (d *gossipDelegate) NotifyJoin(n *memberlist.Node)   { d.alive(n) }
+func (d *gossipDelegate) NotifyUpdate(n *memberlist.Node) { d.alive(n) }
+func (d *gossipDelegate) NotifyLeave(n *memberlist.Node) {
+	d.g.vmu.Lock()
+	delete(d.g.members, n.Name)
+	d.g.vmu.Unlock()
+	d.wake()
+}
 
 // gossipWanted reports whether this node should run gossip now: it is not
 // off, and the node is a member of a cluster of more than one node.
@@ -136,7 +157,7 @@ func (n *Node) startGossip() error {
 	if !n.gossipWanted() || n.gossip.Load() != nil {
 		return nil
 	}
-	g := &gossip{poke: make(chan struct{}, 1)}
+	g := &gossip{poke: make(chan struct{}, 1), members: map[string]gossipMeta{}}
 	g.meta = n.localMeta().encode(memberlist.MetaMaxSize)
 	c := memberlist.DefaultLocalConfig()
 	// Each broadcast goes out RetransmitMult*ceil(log10(nodes+1)) times,
@@ -147,6 +168,11 @@ func (n *Node) startGossip() error {
 	// Shutdown closing the socket. LAN's 4 makes it two gossip rounds, so
 	// each live peer gets a copy sent in full before Leave returns.
 	c.RetransmitMult = 4
+	// Names are node IDs, never reused: a member that comes back at
+	// another address (a restarted pod) is the same node, so its new
+	// address is taken at once instead of being refused as a conflict
+	// until memberlist forgets the dead entry.
+	c.DeadNodeReclaimTime = time.Nanosecond
 	c.Name = n.id
 	c.Label = n.cfg.GossipLabel
 	c.SecretKey = n.cfg.GossipKey // nil: plaintext gossip
@@ -286,14 +312,15 @@ func (g *gossip) setMeta(b []byte) (same bool) {
 	return false
 }
 
-// view is memberlist's current view: the members alive or suspect, with
-// their decoded metadata.
+// view is memberlist's current view: the members alive (memberlist
+// reports a member dead only after its suspicion timed out), with their
+// metadata.
 func (g *gossip) view() map[string]gossipView {
-	out := map[string]gossipView{}
-	for _, m := range g.ml.Members() {
-		v := gossipView{id: m.Name, suspect: m.State != memberlist.StateAlive}
-		_ = json.Unmarshal(m.Meta, &v.meta)
-		out[m.Name] = v
+	g.vmu.Lock()
+	defer g.vmu.Unlock()
+	out := make(map[string]gossipView, len(g.members))
+	for id, m := range g.members {
+		out[id] = gossipView{id: id, meta: m}
 	}
 	return out
 }
@@ -335,8 +362,8 @@ func (n *Node) fetchNewerMembership(g *gossip, cur *Membership) {
 	})
 }
 
-// GossipMembers returns the members memberlist currently sees alive or
-// suspect, with their metadata (nil without gossip).
+// GossipMembers returns the members memberlist currently sees alive, with
+// their metadata (nil without gossip).
 func (n *Node) GossipMembers() map[string]gossipMeta {
 	g := n.gossip.Load()
 	if g == nil {

@@ -19,7 +19,7 @@ import (
 // Two sources feed it:
 //
 //   - gossip (default, gossip.go): memberlist's failure detector says who
-//     is alive, suspect, dead or gone, and each member's metadata carries
+//     is alive and who is dead or gone, and each member's metadata carries
 //     its leaderships, open replica count and controller Epoch. Nothing is
 //     polled for a member gossip covers, so the background traffic per node
 //     does not grow with the cluster (memberlist probes one member per
@@ -44,11 +44,8 @@ type peer struct {
 	// says whether it is up.
 	gossip bool
 	up     bool
-	// suspect: gossip suspects it (no ack to a probe): still up, but its
-	// reports are not fresh and the balancer's hysteresis restarts.
-	suspect bool
-	// upSince is when it last came up (or recovered from a miss or a
-	// suspicion); downSince when it was marked down.
+	// upSince is when it last came up (or recovered from a missed poll);
+	// downSince when it was marked down.
 	upSince, downSince time.Time
 	// fails counts consecutive unanswered polls; a polled member is down
 	// after downAfter of them, so one slow poll does not flap it.
@@ -187,7 +184,7 @@ func (h *health) record(results []pollResult, now time.Time) {
 		if !p.up || p.fails > 0 {
 			p.upSince = now // a miss restarts the balancer's hysteresis
 		}
-		p.up, p.fails, p.suspect = true, 0, false
+		p.up, p.fails = true, 0
 		p.downSince = time.Time{}
 		p.hosted = r.hosted
 		p.leads = make(map[int]uint64, len(r.leads))
@@ -206,19 +203,18 @@ func (p *peer) markDown(now time.Time) {
 	if p.up || p.downSince.IsZero() {
 		p.downSince = now
 	}
-	p.up, p.suspect = false, false
+	p.up = false
 	p.leads = nil
 }
 
 // gossipView is one member as memberlist shows it.
 type gossipView struct {
-	id      string
-	suspect bool
-	meta    gossipMeta
+	id   string
+	meta gossipMeta
 }
 
-// recordGossip folds memberlist's current view (members alive or suspect;
-// absent ones are dead or gone) into the state for the given members.
+// recordGossip folds memberlist's current view (members alive; absent ones
+// are dead or gone) into the state for the given members.
 // Members memberlist has never seen are left to the polls.
 func (h *health) recordGossip(members []Member, view map[string]gossipView, now time.Time) {
 	h.mu.Lock()
@@ -237,10 +233,10 @@ func (h *health) recordGossip(members []Member, view map[string]gossipView, now 
 		}
 		p = h.get(m.ID)
 		p.gossip = true
-		if !p.up || (p.suspect && !v.suspect) {
+		if !p.up {
 			p.upSince = now
 		}
-		p.up, p.suspect, p.fails = true, v.suspect, 0
+		p.up, p.fails = true, 0
 		p.downSince = time.Time{}
 		p.hosted, p.ctrl, p.partial = v.meta.Hosted, v.meta.Ctrl, v.meta.Partial
 		if !p.partial {
@@ -249,8 +245,8 @@ func (h *health) recordGossip(members []Member, view map[string]gossipView, now 
 	}
 }
 
-// up reports whether member id is up: alive (or only suspected) to
-// gossip, or answering polls.
+// up reports whether member id is up: alive to gossip, or answering
+// polls.
 func (h *health) up(id string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -258,28 +254,27 @@ func (h *health) up(id string) bool {
 	return p != nil && p.up
 }
 
-// upFor reports how long member id has been up without a miss or a
-// suspicion (0 if down, suspected or its last poll went unanswered): the
-// balancer's hysteresis.
+// upFor reports how long member id has been up without a miss (0 if down
+// or its last poll went unanswered): the balancer's hysteresis.
 func (h *health) upFor(id string) time.Duration {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	p := h.peers[id]
-	if p == nil || !p.up || p.suspect || p.fails > 0 {
+	if p == nil || !p.up || p.fails > 0 {
 		return 0
 	}
 	return time.Since(p.upSince)
 }
 
 // leaderOf returns the member that fresh information says leads shard: of
-// the members up and not suspected (gossip) or answering (polls) that
-// report leading it, the one with the highest term; "" if none.
+// the members alive (gossip) or answering their last poll that report
+// leading it, the one with the highest term; "" if none.
 func (h *health) leaderOf(shard int) string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	best, bestTerm := "", uint64(0)
 	for id, p := range h.peers {
-		if !p.up || p.suspect || p.fails > 0 {
+		if !p.up || p.fails > 0 {
 			continue
 		}
 		if term, ok := p.leads[shard]; ok && (best == "" || term > bestTerm || term == bestTerm && id < best) {

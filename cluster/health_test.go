@@ -44,8 +44,8 @@ func TestHealthDownAfterMissesAndHysteresis(t *testing.T) {
 
 // Gossip feeds health: a member memberlist sees is up with the
 // leaderships its metadata carries (the highest term wins a stale claim);
-// a suspected one stays up but its claims are not fresh; one that
-// disappears from the view is down; one gossip never saw is left to polls.
+// one that disappears from the view is down, its claims gone; one gossip
+// never saw is left to polls.
 func TestHealthFromGossip(t *testing.T) {
 	n := &Node{id: "self"}
 	h := newHealth(n)
@@ -68,17 +68,11 @@ func TestHealthFromGossip(t *testing.T) {
 	if hosted, up := h.hostedBy("a"); hosted != 3 || !up {
 		t.Fatalf("hostedBy a = %d %v", hosted, up)
 	}
-	// a suspected: up, but b's older claim is the only fresh one.
-	view["a"] = gossipView{id: "a", suspect: true, meta: view["a"].meta}
-	h.recordGossip(members, view, now.Add(time.Second))
-	if !h.up("a") || h.upFor("a") != 0 || h.leaderOf(1) != "b" || h.leaderOf(2) != "" {
-		t.Fatalf("suspect: up=%v upFor=%v leaders 1=%q 2=%q", h.up("a"), h.upFor("a"), h.leaderOf(1), h.leaderOf(2))
-	}
 	// a gone from the view (dead or left): down, never polled.
 	delete(view, "a")
 	h.recordGossip(members, view, now.Add(2*time.Second))
-	if h.up("a") || h.leaderOf(1) != "b" {
-		t.Fatalf("dead: up=%v leader 1=%q", h.up("a"), h.leaderOf(1))
+	if h.up("a") || h.leaderOf(1) != "b" || h.leaderOf(2) != "" {
+		t.Fatalf("dead: up=%v leaders 1=%q 2=%q", h.up("a"), h.leaderOf(1), h.leaderOf(2))
 	}
 	if got := h.pollTargets(members); len(got) != 1 || got[0].ID != "c" {
 		t.Fatalf("poll targets %v, want only c", got)

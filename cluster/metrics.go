@@ -61,7 +61,7 @@ func collectBus(w MetricWriter, s BusStats) {
 	w.Counter("raftstream_bus_bytes_total", byteHelp, float64(s.BytesSent), "dir", "sent")
 	w.Counter("raftstream_bus_bytes_total", byteHelp, float64(s.BytesReceived), "dir", "received")
 	w.Counter("raftstream_bus_status_polls_total", "Status polls sent to members gossip does not cover.", float64(s.StatusPolls))
-	w.Gauge("raftstream_gossip_members", "Members memberlist sees alive or suspect (0 without gossip).", float64(s.GossipMembers))
+	w.Gauge("raftstream_gossip_members", "Members memberlist sees alive (0 without gossip).", float64(s.GossipMembers))
 	w.Gauge("raftstream_controller_voters", "Voters of the controller group in this node's replica's configuration (0 without a replica).", float64(len(s.CtrlVoters)))
 	w.Gauge("raftstream_controller_leader", "1 when this node leads the controller group.", b2f(s.CtrlRole == "leader"))
 }

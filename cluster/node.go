@@ -124,7 +124,7 @@ func Open(cfg Config) (*Node, error) {
 		self:       Member{ID: m.ID, Host: cfg.AnnounceHost, Port: cfg.AnnouncePort, Bus: mux.Addr().String(), Gossip: cfg.ownGossipAddr()},
 		shutdownCh: make(chan struct{}),
 	}
-	mux.stats = &n.bus
+	mux.stats.Store(&n.bus)
 	n.health = newHealth(n)
 	n.book.add(n.self)
 	if m.Members != nil {

@@ -54,9 +54,9 @@ type Mux struct {
 	// tls, when set (SetTLS, cluster/tls.go), makes every bus connection
 	// mutually authenticated TLS.
 	tls atomic.Pointer[BusTLS]
-	// stats, when set (before any dial, like dialMap), counts the bytes of
-	// every bus connection (busstats.go).
-	stats *busStats
+	// stats, when set, counts the bytes of every later bus connection
+	// (busstats.go).
+	stats atomic.Pointer[busStats]
 
 	mu     sync.Mutex
 	groups map[string]*StreamLayer
@@ -285,10 +285,11 @@ func (m *Mux) Dial(addr, group string, timeout time.Duration) (net.Conn, error) 
 
 // counted wraps c to count its bytes when the mux has stats.
 func (m *Mux) counted(c net.Conn) net.Conn {
-	if m.stats == nil {
+	s := m.stats.Load()
+	if s == nil {
 		return c
 	}
-	return countedConn{Conn: c, stats: m.stats}
+	return countedConn{Conn: c, stats: s}
 }
 
 // Close stops the listener, closes connections whose preamble is still
