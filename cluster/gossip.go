@@ -118,6 +118,7 @@ func (d *gossipDelegate) wake() {
 	default:
 	}
 }
+
 // alive records n as alive with its metadata.
 func (d *gossipDelegate) alive(n *memberlist.Node) {
 	var m gossipMeta
