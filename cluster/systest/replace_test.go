@@ -24,10 +24,11 @@ import (
 // reloads the slot map. It records each acknowledged ID and the longest
 // time a key went without an acknowledged write.
 type writeLoad struct {
-	keys []string
-	cc   *redis.ClusterClient
-	stop chan struct{}
-	wg   sync.WaitGroup
+	keys     []string
+	cc       *redis.ClusterClient
+	stop     chan struct{}
+	haltOnce sync.Once
+	wg       sync.WaitGroup
 
 	mu      sync.Mutex
 	acked   map[string][]string
@@ -130,8 +131,9 @@ func (l *writeLoad) report() (acked int, gap time.Duration, retries, errs map[st
 	return
 }
 
+// halt stops the writers and waits for them; idempotent.
 func (l *writeLoad) halt() {
-	close(l.stop)
+	l.haltOnce.Do(func() { close(l.stop) })
 	l.wg.Wait()
 }
 
@@ -143,36 +145,7 @@ func (l *writeLoad) verify(t *testing.T) int {
 	defer cancel()
 	total := 0
 	for _, k := range l.keys {
-		var entries []redis.XMessage
-		var err error
-		for i := 0; i < 100; i++ {
-			if entries, err = l.cc.XRange(ctx, k, "-", "+").Result(); err == nil {
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		if err != nil {
-			t.Fatalf("XRANGE %s: %v", k, err)
-		}
-		pos := map[string]int{}
-		for i, e := range entries {
-			if _, dup := pos[e.ID]; dup {
-				t.Errorf("%s: ID %s twice", k, e.ID)
-			}
-			pos[e.ID] = i
-		}
-		prev := -1
-		for _, id := range l.acked[k] {
-			p, ok := pos[id]
-			switch {
-			case !ok:
-				t.Errorf("%s: acknowledged %s missing", k, id)
-			case p <= prev:
-				t.Errorf("%s: acknowledged %s out of order", k, id)
-			}
-			prev = max(prev, p)
-		}
-		total += len(l.acked[k])
+		total += checkAcked(ctx, t, l.cc, k, l.acked[k])
 	}
 	return total
 }
@@ -200,12 +173,7 @@ func TestSystemRollingReplacement(t *testing.T) {
 	keys := keyPerShard("rr:", shards)
 	l := startWriteLoad(t, []string{orig[0].Addr, orig[1].Addr, orig[2].Addr}, keys)
 	defer l.cc.Close()
-	halted := false
-	defer func() {
-		if !halted {
-			l.halt()
-		}
-	}()
+	defer l.halt()
 	time.Sleep(2 * time.Second)
 	const maxGap = 10 * time.Second
 	phase := func(what string) {
@@ -317,6 +285,5 @@ func TestSystemRollingReplacement(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	phase("after the join")
 	l.halt()
-	halted = true
 	t.Logf("verified %d acknowledged XADDs over %d streams, each present exactly once", l.verify(t), len(keys))
 }

@@ -142,12 +142,7 @@ func TestSystemRemoveNodeWaitsUntilWhole(t *testing.T) {
 	keys := keyPerShard("rm:", 8)
 	l := startLoad(t, []string{c.procs[0].Addr, c.procs[1].Addr, c.procs[2].Addr, nn.Addr}, keys)
 	defer l.cc.Close()
-	halted := false
-	defer func() {
-		if !halted {
-			l.halt()
-		}
-	}()
+	defer l.halt()
 
 	// n3 down: removing n2 would leave n1 and n4 live, two replicas for a
 	// replication factor of three. Refused at once, nothing drained.
@@ -213,7 +208,6 @@ func TestSystemRemoveNodeWaitsUntilWhole(t *testing.T) {
 	}
 	time.Sleep(time.Second)
 	l.halt()
-	halted = true
 	_ = c.procs[0].Stop(10 * time.Second)
 	l.verify(t)
 }
@@ -243,18 +237,9 @@ func TestSystemNoQuorumAnswersClusterDown(t *testing.T) {
 	c.procs[2].Kill()
 	c.procs[3].Kill()
 	tKill := time.Now()
-	clients := map[string]*redis.Client{}
-	defer func() {
-		for _, cl := range clients {
-			cl.Close()
-		}
-	}()
-	get := func(a string) *redis.Client {
-		if clients[a] == nil {
-			clients[a] = redis.NewClient(&redis.Options{Addr: a, MaxRetries: -1, DialTimeout: 300 * time.Millisecond, ReadTimeout: 10 * time.Second})
-		}
-		return clients[a]
-	}
+	clients := newNodeClients(10 * time.Second)
+	defer clients.close()
+	get := clients.get
 	counts := map[string]int{}
 	var worst time.Duration
 	for time.Since(tKill) < 12*time.Second {
