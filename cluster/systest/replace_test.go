@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -243,6 +244,23 @@ func TestSystemRollingReplacement(t *testing.T) {
 		}
 	}
 	t.Logf("replaced: controller voters and every shard's voters are the 3 new nodes; controller leader %s", ctrlLeader)
+	// No joined node stood in controller elections it could not win (the
+	// joined node's replica used to restart an election every ~1.5 s).
+	for _, p := range fresh {
+		b, err := os.ReadFile(p.Log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		elections := 0
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, "group=controller") && strings.Contains(line, "election") {
+				elections++
+			}
+		}
+		if elections > 3 {
+			t.Errorf("%s: %d controller election log lines", p.Name, elections)
+		}
+	}
 
 	// Lose one node (the controller leader): writes continue.
 	victim := fresh[0]
