@@ -493,13 +493,20 @@ func TestFiveNodesRouteNonLocalShards(t *testing.T) {
 	}
 }
 
-// waitControllers waits until every live node's controller replica holds
-// a Membership equal to the node's own.
+// waitControllers waits until the controller is seeded and every live
+// node has adopted its Membership (controller voters from their own
+// replica).
 func waitControllers(t *testing.T, tc *testCluster, d time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for {
 		ok := true
+		var any *Membership
+		for _, n := range tc.nodes {
+			if n != nil && n.ControllerMembers() != nil {
+				any = n.ControllerMembers()
+			}
+		}
 		for _, n := range tc.nodes {
 			if n == nil {
 				continue
@@ -507,6 +514,9 @@ func waitControllers(t *testing.T, tc *testCluster, d time.Duration) {
 			// Adopted: same nodes and replica sets, Ctrl = the
 			// controller's Epoch (the local Epoch runs ahead of it).
 			got := n.ControllerMembers()
+			if got == nil {
+				got = any
+			}
 			want := n.st.Load().members
 			if got == nil || want.Ctrl != got.Epoch || fmt.Sprint(got.Nodes, got.Shards) != fmt.Sprint(want.Nodes, want.Shards) {
 				ok = false

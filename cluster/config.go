@@ -130,10 +130,15 @@ type Config struct {
 	// Default 30s; negative disables.
 	DeadAfter time.Duration
 
-	// GossipAddr is the host:port (TCP and UDP) of this node's memberlist,
-	// which detects failures faster than the health polls and carries node
-	// metadata; never used for safety. Empty disables gossip. GossipLabel
-	// keeps clusters sharing a network apart (default "raftstream").
+	// GossipAddr says where this node's memberlist gossip runs: the
+	// cluster's failure detector and metadata channel (gossip.go; never
+	// used for safety). Empty (the default) puts it on the cluster bus
+	// port: streams through the bus listener, datagrams on UDP with the
+	// same port number. An IP:port runs it on a port of its own (TCP and
+	// UDP). GossipOff ("off") turns it off: every node then polls every
+	// member (N² requests). Every node of a cluster uses the same rule.
+	// GossipLabel keeps clusters sharing a network apart (default
+	// "raftstream").
 	GossipAddr  string
 	GossipLabel string
 	// GossipKey, when set (16, 24 or 32 bytes), encrypts and authenticates
@@ -257,10 +262,10 @@ func (c *Config) Validate() error {
 	if c.DialTimeout <= 0 {
 		c.DialTimeout = 5 * time.Second
 	}
-	if c.GossipAddr != "" {
+	if c.GossipAddr != "" && c.GossipAddr != GossipOff {
 		h, _, err := net.SplitHostPort(c.GossipAddr)
 		if ip := net.ParseIP(h); err != nil || ip == nil || ip.IsUnspecified() {
-			return fmt.Errorf("cluster: GossipAddr %q must be a dialable IP:port", c.GossipAddr)
+			return fmt.Errorf("cluster: GossipAddr %q must be a dialable IP:port, empty (the bus port) or %q", c.GossipAddr, GossipOff)
 		}
 	}
 	if c.GossipLabel == "" {
@@ -293,6 +298,16 @@ func (c *Config) raftTimeouts(heartbeat, election, lease *time.Duration) {
 	if c.LeaderLeaseTimeout > 0 {
 		*lease = c.LeaderLeaseTimeout
 	}
+}
+
+// ownGossipAddr is the gossip address recorded for this node in the
+// Membership: GossipAddr when gossip has a port of its own, "" when it
+// rides the bus port (peers join it at the bus address) or is off.
+func (c *Config) ownGossipAddr() string {
+	if c.GossipAddr == GossipOff {
+		return ""
+	}
+	return c.GossipAddr
 }
 
 // clustered reports whether this configuration forms a multi-node cluster.

@@ -16,35 +16,31 @@ import (
 )
 
 // The controller is a small Raft group (the "controller" group on the bus)
-// whose replicated state is the cluster's Membership. Its voters are the
-// first min(5, N) members by ID. At formation every voter bootstraps it with
-// the same configuration and its first leader proposes the formed
-// Membership; every later topology change (joins, drains, replica moves:
-// reconfig.go) is a log entry here, with a higher Epoch. Nodes apply a newer
-// Membership from it to their local copy (node.json).
+// whose replicated state is the cluster's Membership. Its voters follow the
+// membership (ctrlvoters.go): at formation the first ctrlTarget(N) members
+// by ID bootstrap it with the same configuration and its first leader
+// proposes the formed Membership; every later topology change (joins,
+// drains, replica moves: reconfig.go; its own voters: ctrlvoters.go) is a
+// log entry here, with a higher Epoch. Nodes apply a newer Membership from
+// it to their local copy (node.json).
 //
-// Log entry: JSON {"members": Membership}. An entry whose Epoch is not
-// greater than the current one is ignored (so re-proposals are harmless).
+// Log entry: JSON {"members": Membership}, the whole desired topology; a
+// later field of the topology is a field of Membership (or of topoEntry,
+// for state nodes do not persist), so old entries stay decodable. An entry
+// whose Epoch is not greater than the current one is ignored (so
+// re-proposals are harmless).
 type controller struct {
 	r     *raft.Raft
 	tr    *raft.NetworkTransport
 	store *raftboltdb.BoltStore
 	fsm   *topoFSM
-}
-
-// maxControllerVoters bounds the controller group's size.
-const maxControllerVoters = 5
-
-// controllerVoters returns the controller's initial configuration.
-func controllerVoters(m *Membership) []raft.Server {
-	var out []raft.Server
-	for i, n := range m.Nodes {
-		if i == maxControllerVoters {
-			break
-		}
-		out = append(out, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(n.ID), Address: raft.ServerAddress(n.RESPAddr())})
-	}
-	return out
+	// acks is what followers acknowledged while this replica led: the
+	// catch-up and liveness of the group's servers (converge).
+	acks *replication
+	// done is closed by close: the replica's loop ends.
+	done      chan struct{}
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // topoFSM is the controller's state machine: the latest Membership.
@@ -118,8 +114,10 @@ func (s topoSnapshot) Persist(sink raft.SnapshotSink) error {
 func (topoSnapshot) Release() {}
 
 // openController opens this node's controller replica under Dir/controller
-// and bootstraps it with members' voters when empty.
-func (n *Node) openController(members *Membership) (*controller, error) {
+// and, with bootstrap (formation only), bootstraps it with members' voters
+// when empty. Without, an empty replica waits for the group's leader to add
+// it: with no configuration it never stands for election.
+func (n *Node) openController(members *Membership, bootstrap bool) (*controller, error) {
 	dir := filepath.Join(n.dir, "controller")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -145,15 +143,16 @@ func (n *Node) openController(members *Membership) (*controller, error) {
 	rc.TrailingLogs = 64
 	n.cfg.raftTimeouts(&rc.HeartbeatTimeout, &rc.ElectionTimeout, &rc.LeaderLeaseTimeout)
 	f := &topoFSM{changed: make(chan struct{}, 1)}
-	r, err := raft.NewRaft(rc, f, store, store, snaps, announcingTransport{tr})
+	acks := newReplication(rc.ElectionTimeout)
+	r, err := raft.NewRaft(rc, f, store, store, snaps, ackingTransport{announcingTransport{tr, &n.bus}, acks})
 	if err != nil {
 		tr.Close()
 		store.Close()
 		return nil, err
 	}
-	c := &controller{r: r, tr: tr, store: store, fsm: f}
+	c := &controller{r: r, tr: tr, store: store, fsm: f, acks: acks, done: make(chan struct{})}
 	has, err := raft.HasExistingState(store, store, snaps)
-	if err == nil && !has {
+	if err == nil && !has && bootstrap {
 		err = r.BootstrapCluster(raft.Configuration{Servers: controllerVoters(members)}).Error()
 		if errors.Is(err, raft.ErrCantBootstrap) {
 			err = nil
@@ -167,9 +166,13 @@ func (n *Node) openController(members *Membership) (*controller, error) {
 }
 
 // close shuts the controller replica down: transport first (see
-// closeShards), then Raft, then the log store.
+// closeShards), then Raft, then the log store. Idempotent.
 func (c *controller) close() error {
-	return errors.Join(c.tr.Close(), c.r.Shutdown().Error(), c.store.Close())
+	c.closeOnce.Do(func() {
+		close(c.done)
+		c.closeErr = errors.Join(c.tr.Close(), c.r.Shutdown().Error(), c.store.Close())
+	})
+	return c.closeErr
 }
 
 // controllerLoop seeds the controller with the formed Membership when it
@@ -180,6 +183,8 @@ func (n *Node) controllerLoop(c *controller) {
 	for {
 		select {
 		case <-n.shutdownCh:
+			return
+		case <-c.done:
 			return
 		case <-c.fsm.changed:
 		case <-t.C:

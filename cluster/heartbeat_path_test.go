@@ -20,7 +20,7 @@ func TestHeartbeatsTakeTheRaftGoroutine(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer recvTCP.Close()
-	recv := announcingTransport{recvTCP}
+	recv := announcingTransport{recvTCP, &busStats{}}
 	fast := make(chan raft.RPC, 1)
 	recv.SetHeartbeatHandler(func(rpc raft.RPC) {
 		fast <- rpc

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"slices"
 	"strconv"
@@ -43,6 +44,13 @@ type Membership struct {
 	// Removed lists the IDs of nodes dropped from the cluster; they may not
 	// join again (IDs are never reused).
 	Removed []string `json:"removed,omitempty"`
+	// CtrlVoters lists the node IDs the controller group should have as
+	// voters (ctrlvoters.go), sorted. The controller leader changes it
+	// through the controller log and converges the group's Raft
+	// configuration to it; a node runs a controller replica only while it is
+	// listed here or in that configuration. Empty in a Membership formed
+	// before the list existed: then the first min(5, N) members by ID.
+	CtrlVoters []string `json:"ctrl_voters,omitempty"`
 	// Ctrl is the controller Epoch this node last adopted (a node's local
 	// Epoch also moves when it observes a member's new addresses, so the two
 	// differ). 0 before the first adoption.
@@ -59,6 +67,7 @@ func (m *Membership) clone() *Membership {
 	}
 	c.Draining = slices.Clone(m.Draining)
 	c.Removed = slices.Clone(m.Removed)
+	c.CtrlVoters = slices.Clone(m.CtrlVoters)
 	return &c
 }
 
@@ -68,7 +77,8 @@ func byID(a, b Member) int { return strings.Compare(a.ID, b.ID) }
 // place builds the Membership of nodes (any order) with nShards shards, rf
 // replicas each (capped at len(nodes)), placed round-robin: shard i's
 // replicas are nodes[(i+k) % n] for k < rf, so preferred leaders rotate and
-// with 3 nodes and 16 shards every node prefers 5 or 6 shards.
+// with 3 nodes and 16 shards every node prefers 5 or 6 shards. The
+// controller's voters are the first ctrlTarget(n) nodes by ID.
 func place(nodes []Member, nShards, rf int) *Membership {
 	ns := slices.Clone(nodes)
 	slices.SortFunc(ns, byID)
@@ -78,6 +88,9 @@ func place(nodes []Member, nShards, rf int) *Membership {
 		for k := 0; k < rf; k++ {
 			m.Shards[i] = append(m.Shards[i], ns[(i+k)%len(ns)].ID)
 		}
+	}
+	for _, n := range ns[:ctrlTarget(len(ns))] {
+		m.CtrlVoters = append(m.CtrlVoters, n.ID)
 	}
 	return m
 }
@@ -121,6 +134,11 @@ func (m *Membership) check(shards int) error {
 			return fmt.Errorf("nodes %s and %s advertise the same bus address %s", other, n.ID, n.Bus)
 		}
 		resp[n.RESPAddr()], bus[n.Bus] = n.ID, n.ID
+	}
+	for _, id := range m.CtrlVoters {
+		if _, ok := m.Node(id); !ok {
+			return fmt.Errorf("controller voter %s is not a member", id)
+		}
 	}
 	for i, rs := range m.Shards {
 		if len(rs) == 0 {
@@ -227,6 +245,39 @@ func (a strAddr) String() string  { return string(a) }
 // heartbeat fast path (below).
 type announcingTransport struct {
 	*raft.NetworkTransport
+	// bus counts the Raft requests sent (busstats.go).
+	bus *busStats
+}
+
+// AppendEntries implements raft.Transport (heartbeats too: the fast path
+// is off, see SetHeartbeatHandler).
+func (t announcingTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	t.bus.raftReqs.Add(1)
+	return t.NetworkTransport.AppendEntries(id, target, args, resp)
+}
+
+// RequestVote implements raft.Transport.
+func (t announcingTransport) RequestVote(id raft.ServerID, target raft.ServerAddress, args *raft.RequestVoteRequest, resp *raft.RequestVoteResponse) error {
+	t.bus.raftReqs.Add(1)
+	return t.NetworkTransport.RequestVote(id, target, args, resp)
+}
+
+// RequestPreVote implements raft.WithPreVote.
+func (t announcingTransport) RequestPreVote(id raft.ServerID, target raft.ServerAddress, args *raft.RequestPreVoteRequest, resp *raft.RequestPreVoteResponse) error {
+	t.bus.raftReqs.Add(1)
+	return t.NetworkTransport.RequestPreVote(id, target, args, resp)
+}
+
+// InstallSnapshot implements raft.Transport.
+func (t announcingTransport) InstallSnapshot(id raft.ServerID, target raft.ServerAddress, args *raft.InstallSnapshotRequest, resp *raft.InstallSnapshotResponse, data io.Reader) error {
+	t.bus.raftReqs.Add(1)
+	return t.NetworkTransport.InstallSnapshot(id, target, args, resp, data)
+}
+
+// TimeoutNow implements raft.Transport.
+func (t announcingTransport) TimeoutNow(id raft.ServerID, target raft.ServerAddress, args *raft.TimeoutNowRequest, resp *raft.TimeoutNowResponse) error {
+	t.bus.raftReqs.Add(1)
+	return t.NetworkTransport.TimeoutNow(id, target, args, resp)
 }
 
 // AppendEntriesPipeline disables pipelined replication: raft v1.8.0's

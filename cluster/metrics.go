@@ -41,11 +41,29 @@ func (n *Node) CollectMetrics(w MetricWriter) {
 	w.Counter("raftstream_node_log_written_bytes_total", "Bytes written to the node log.", float64(ns.Bytes))
 	w.Counter("raftstream_node_log_write_seconds_total", "Time spent in node log writes and their fdatasyncs.", ns.WriteTime.Seconds())
 	w.Gauge("raftstream_node_log_segments", "Segment files of the node log.", float64(ns.Segments))
+	collectBus(w, n.BusStats())
 	for i := 0; i < n.NumShards(); i++ {
 		if ls := n.shard(i); ls != nil {
 			collectShard(w, i, ls)
 		}
 	}
+}
+
+// collectBus writes the node's cluster bus counters and its view of the
+// controller group (busstats.go).
+func collectBus(w MetricWriter, s BusStats) {
+	const reqHelp = "Requests this node sent on the cluster bus, by kind (raft: Raft RPCs, heartbeats included; rpc: node-to-node RPCs; gossip_packet, gossip_stream: memberlist)."
+	w.Counter("raftstream_bus_requests_total", reqHelp, float64(s.RaftRequests), "kind", "raft")
+	w.Counter("raftstream_bus_requests_total", reqHelp, float64(s.RPCRequests), "kind", "rpc")
+	w.Counter("raftstream_bus_requests_total", reqHelp, float64(s.GossipPackets), "kind", "gossip_packet")
+	w.Counter("raftstream_bus_requests_total", reqHelp, float64(s.GossipStreams), "kind", "gossip_stream")
+	const byteHelp = "Bytes this node sent and received on the cluster bus (TCP and gossip UDP)."
+	w.Counter("raftstream_bus_bytes_total", byteHelp, float64(s.BytesSent), "dir", "sent")
+	w.Counter("raftstream_bus_bytes_total", byteHelp, float64(s.BytesReceived), "dir", "received")
+	w.Counter("raftstream_bus_status_polls_total", "Status polls sent to members gossip does not cover.", float64(s.StatusPolls))
+	w.Gauge("raftstream_gossip_members", "Members memberlist sees alive (0 without gossip).", float64(s.GossipMembers))
+	w.Gauge("raftstream_controller_voters", "Voters of the controller group in this node's replica's configuration (0 without a replica).", float64(len(s.CtrlVoters)))
+	w.Gauge("raftstream_controller_leader", "1 when this node leads the controller group.", b2f(s.CtrlRole == "leader"))
 }
 
 // collectShard writes the series of the local replica ls of shard i.

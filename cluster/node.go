@@ -53,7 +53,9 @@ type Node struct {
 	// ctrlMu serialises this node's controller proposals (reconfig.go).
 	ctrlMu sync.Mutex
 	disc   *discovery
-	gossip atomic.Pointer[gossip] // nil without Config.GossipAddr
+	gossip atomic.Pointer[gossip] // nil while gossip is off or not started
+	// bus counts the node's traffic on the cluster bus (busstats.go).
+	bus busStats
 
 	// nl is the node's shared Raft log (fsm/nodelog), opened with the
 	// first shard replica that uses it and closed after every shard.
@@ -119,9 +121,10 @@ func Open(cfg Config) (*Node, error) {
 	n := &Node{
 		cfg: cfg, log: log, id: m.ID, dir: cfg.Dir, nShards: m.Shards,
 		slotMap: slots.NewMap(m.Shards), mux: mux, book: newAddrBook(), meta: m,
-		self:       Member{ID: m.ID, Host: cfg.AnnounceHost, Port: cfg.AnnouncePort, Bus: mux.Addr().String(), Gossip: cfg.GossipAddr},
+		self:       Member{ID: m.ID, Host: cfg.AnnounceHost, Port: cfg.AnnouncePort, Bus: mux.Addr().String(), Gossip: cfg.ownGossipAddr()},
 		shutdownCh: make(chan struct{}),
 	}
+	mux.stats.Store(&n.bus)
 	n.health = newHealth(n)
 	n.book.add(n.self)
 	if m.Members != nil {
@@ -257,17 +260,18 @@ func (n *Node) Start(ctx context.Context) error {
 		n.closeShards()
 		return err
 	}
-	if slices.ContainsFunc(controllerVoters(members), func(s raft.Server) bool { return string(s.ID) == n.id }) {
-		c, err := n.openController(members)
-		if err != nil {
+	// A controller replica runs here while members lists this node as a
+	// controller voter; one with state on disk is reopened too, so a voter
+	// restarted with a stale Membership keeps its vote until it learns
+	// otherwise (reconcileController closes it then).
+	if slices.Contains(ctrlVoterIDs(members), n.id) || hasControllerState(n.dir) {
+		if err := n.startController(members, members.Ctrl == 0); err != nil {
 			n.closeShards()
 			return fmt.Errorf("cluster: controller: %w", err)
 		}
-		n.ctrl.Store(c)
-		n.goFunc(func() { n.controllerLoop(c) })
 	}
 	if err := n.startGossip(); err != nil {
-		n.log.Warn("gossip not started", "addr", n.cfg.GossipAddr, "err", err)
+		n.log.Warn("gossip not started; polling every member instead (retried later)", "addr", n.cfg.GossipAddr, "err", err)
 	}
 	n.started = true
 	n.goFunc(n.snapshotLoop)
@@ -361,7 +365,7 @@ func (n *Node) openShard(i int) (*localShard, error) {
 	fc.LogStoreFaultFile = n.cfg.LogStoreFaultFile
 	n.cfg.raftTimeouts(&fc.HeartbeatTimeout, &fc.ElectionTimeout, &fc.LeaderLeaseTimeout)
 	acks := newReplication(fc.ElectionTimeout)
-	fc.Transport = ackingTransport{announcingTransport{tr}, acks}
+	fc.Transport = ackingTransport{announcingTransport{tr, &n.bus}, acks}
 	if err := os.MkdirAll(fc.Dir, 0o755); err != nil {
 		tr.Close()
 		return nil, err
@@ -483,7 +487,8 @@ func (n *Node) transferAway() {
 			}
 		}()
 	}
-	if c := n.ctrl.Load(); c != nil && c.r.State() == raft.Leader && c.fsm.get() != nil && len(controllerVoters(c.fsm.get())) > 1 {
+	if voters, _, ok := n.ctrlConfig(); ok && n.ctrl.Load().r.State() == raft.Leader && len(voters) > 1 {
+		c := n.ctrl.Load()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -579,7 +584,7 @@ func (n *Node) remoteLeader(shard int) error {
 		return &fsm.NotLeaderError{}
 	}
 	id := n.health.leaderOf(shard)
-	if id == "" {
+	if id == "" && st.members.Shards[shard][0] != n.id {
 		id = st.members.Shards[shard][0]
 	}
 	m, ok := st.members.Node(id)
@@ -658,27 +663,23 @@ func (n *Node) ShardStatus(shard int) (ShardStatus, bool) {
 		return ShardStatus{}, false
 	}
 	st := shardStatus(ls)
-	if st.Role == "leader" {
-		st.Followers = n.followers(ls, shard)
-	}
-	return st, true
-}
-
-// followers lists the other members of the Raft group of shard, which ls
-// leads, with the applied index each last reported.
-func (n *Node) followers(ls *localShard, shard int) []FollowerStatus {
-	f := ls.s.Raft().GetConfiguration()
-	if f.Error() != nil {
-		return nil
-	}
-	var out []FollowerStatus
-	for _, srv := range f.Configuration().Servers {
-		if id := string(srv.ID); id != n.id {
-			a, ok := n.health.appliedOf(id, shard)
-			out = append(out, FollowerStatus{ID: id, Voter: srv.Suffrage == raft.Voter, Applied: a, Known: ok})
+	if f := ls.s.Raft().GetConfiguration(); f.Error() == nil {
+		for _, s := range f.Configuration().Servers {
+			if s.Suffrage == raft.Voter {
+				st.Voters = append(st.Voters, string(s.ID))
+			} else {
+				st.Nonvoters = append(st.Nonvoters, string(s.ID))
+			}
+			if st.Role == "leader" && string(s.ID) != n.id {
+				fs := FollowerStatus{ID: string(s.ID), Voter: s.Suffrage == raft.Voter}
+				if ls.acks != nil {
+					fs.Stored, fs.Known = ls.acks.stored(s.ID, st.Term)
+				}
+				st.Followers = append(st.Followers, fs)
+			}
 		}
 	}
-	return out
+	return st, true
 }
 
 // shardStatus is the Raft state of the local replica ls.

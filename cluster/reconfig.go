@@ -49,6 +49,10 @@ const reconcileInterval = 250 * time.Millisecond
 // leftBehind.
 const drainGrace = 5 * time.Second
 
+// gossipRetry is how often a node whose gossip could not start (its UDP
+// port taken, its advertised host not resolvable yet) tries again.
+const gossipRetry = 10 * time.Second
+
 // catchUpLag is how many entries a non-voter may trail the leader's
 // applied index and still be promoted.
 const catchUpLag = 64
@@ -148,7 +152,8 @@ func (n *Node) ctrlPropose(f func(m *Membership) error) (*Membership, error) {
 		return got, err
 	}
 	if reflect.DeepEqual(m.Nodes, got.Nodes) && reflect.DeepEqual(m.Shards, got.Shards) &&
-		slices.Equal(m.Draining, got.Draining) && slices.Equal(m.Removed, got.Removed) {
+		slices.Equal(m.Draining, got.Draining) && slices.Equal(m.Removed, got.Removed) &&
+		slices.Equal(m.CtrlVoters, got.CtrlVoters) {
 		return got, nil
 	}
 	m.Epoch = got.Epoch + 1
@@ -208,43 +213,36 @@ func (n *Node) ctrlRemove(id string) error {
 
 // ctrlPlan is the controller leader's periodic step: re-place replicas
 // over the eligible nodes (members neither draining nor dead for
-// DeadAfter), and drop drained members.
+// DeadAfter), re-plan the controller's own voters (ctrlvoters.go), and
+// drop drained members: placed nowhere, reporting no open replica (or
+// down), and out of the controller group.
 func (n *Node) ctrlPlan() {
-	if c := n.ctrl.Load(); c == nil || c.r.State() != raft.Leader {
+	c := n.ctrl.Load()
+	if c == nil || c.r.State() != raft.Leader {
 		return
 	}
+	ctrlVoters, ctrlNonvoters, _ := n.ctrlConfig()
 	_, err := n.ctrlPropose(func(m *Membership) error {
 		var eligible []string
 		for _, mb := range m.Nodes {
-			if slices.Contains(m.Draining, mb.ID) {
-				continue
-			}
-			if mb.ID != n.id && n.cfg.DeadAfter > 0 && n.health.downFor(mb.ID) > n.cfg.DeadAfter {
+			if slices.Contains(m.Draining, mb.ID) || n.deadPastGrace(mb.ID) {
 				continue
 			}
 			eligible = append(eligible, mb.ID)
 		}
 		m.Shards = rebalance(m.Shards, eligible, n.cfg.ReplicationFactor)
+		n.planControllerVoters(m)
 		for _, id := range slices.Clone(m.Draining) {
 			placed := slices.ContainsFunc(m.Shards, func(r []string) bool { return slices.Contains(r, id) })
 			hosted, up := n.health.hostedBy(id)
-			if placed || (up && hosted > 0) {
+			inCtrl := slices.Contains(m.CtrlVoters, id) || slices.Contains(ctrlVoters, id) || slices.Contains(ctrlNonvoters, id)
+			if placed || (up && hosted > 0) || inCtrl {
 				continue
 			}
 			m.Nodes = slices.DeleteFunc(m.Nodes, func(x Member) bool { return x.ID == id })
 			m.Draining = slices.DeleteFunc(m.Draining, func(x string) bool { return x == id })
 			m.Removed = append(m.Removed, id)
 			n.log.Info("controller: node removed", "id", id)
-			if c := n.ctrl.Load(); c != nil {
-				// A controller voter leaves the controller group too.
-				if f := c.r.GetConfiguration(); f.Error() == nil {
-					for _, s := range f.Configuration().Servers {
-						if string(s.ID) == id {
-							c.r.RemoveServer(s.ID, 0, 0)
-						}
-					}
-				}
-			}
 		}
 		return nil
 	})
@@ -253,60 +251,12 @@ func (n *Node) ctrlPlan() {
 	}
 }
 
-// RemoveNode drains member id (its replicas move to other nodes, its
-// leaderships are handed over) and drops it from the cluster, waiting until
-// this node's Membership no longer lists it or ctx ends. The request goes
-// to whichever member leads the controller. The removed node's ID is never
-// accepted again. (resp may expose this as CLUSTER FORGET <id>.)
-func (n *Node) RemoveNode(ctx context.Context, id string) error {
-	t := time.NewTicker(200 * time.Millisecond)
-	defer t.Stop()
-	asked := false
-	for {
-		st := n.st.Load()
-		if st.members == nil {
-			return errors.New("cluster: not formed")
-		}
-		if _, ok := st.members.Node(id); !ok && asked {
-			return nil
-		}
-		if !asked {
-			var last error
-			for _, mb := range st.members.Nodes {
-				var err error
-				if mb.ID == n.id {
-					err = n.ctrlRemove(id)
-				} else {
-					_, err = n.call(ctx, mb.Bus, rpcRequest{Op: "remove", From: n.self, Target: id})
-				}
-				if err == nil {
-					asked = true
-					break
-				}
-				if err.Error() != errNotCtrlLeader.Error() && !errors.Is(err, errNotCtrlLeader) {
-					last = err
-				}
-			}
-			if !asked && last != nil && ctx.Err() == nil {
-				if _, ok := st.members.Node(id); !ok {
-					return fmt.Errorf("cluster: no member %s", id)
-				}
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("cluster: removing %s: %w", id, ctx.Err())
-		case <-t.C:
-		}
-	}
-}
-
 // reconcileLoop converges this node towards its Membership every
 // reconcileInterval (and, on the controller leader, re-plans).
 func (n *Node) reconcileLoop() {
 	t := time.NewTicker(reconcileInterval)
 	defer t.Stop()
-	lastPlan := time.Time{}
+	var lastPlan, lastGossipTry time.Time
 	for {
 		select {
 		case <-n.shutdownCh:
@@ -316,6 +266,15 @@ func (n *Node) reconcileLoop() {
 		if time.Since(lastPlan) >= time.Second {
 			lastPlan = time.Now()
 			n.ctrlPlan()
+			if n.gossip.Load() == nil && n.gossipWanted() && time.Since(lastGossipTry) >= gossipRetry {
+				lastGossipTry = time.Now()
+				if err := n.startGossip(); err != nil {
+					n.log.Warn("gossip not started; polling every member instead (retried later)", "err", err)
+				}
+			}
+		}
+		if m := n.st.Load().members; m != nil {
+			n.reconcileController(m)
 		}
 		n.reconcileLocal()
 	}
@@ -351,11 +310,11 @@ func (n *Node) reconcileLocal() {
 			n.restartShard(i, ls)
 		case want:
 			if ls.s.IsLeader() {
-				n.reconcileShard(i, ls, m)
+				n.converge(shardView(i, ls), m.Shards[i], m)
 			}
 		default:
 			if ls.s.IsLeader() {
-				n.reconcileShard(i, ls, m)
+				n.converge(shardView(i, ls), m.Shards[i], m)
 				continue
 			}
 			if inConfig(ls.s.Raft(), n.id) && !n.leftBehind(i, ls) {
@@ -436,13 +395,34 @@ func inConfig(r *raft.Raft, id string) bool {
 	return slices.ContainsFunc(f.Configuration().Servers, func(s raft.Server) bool { return string(s.ID) == id })
 }
 
-// reconcileShard takes at most one Raft configuration step of shard i,
-// which this node leads, towards m's replica set: add a missing replica as
-// non-voter; else promote a caught-up non-voter; else remove one surplus
-// server (handing leadership to a desired voter first if it is this node).
-func (n *Node) reconcileShard(i int, ls *localShard, m *Membership) {
-	r := ls.s.Raft()
-	f := r.GetConfiguration()
+// groupView is one Raft group this node leads, as converge needs it.
+type groupView struct {
+	name string // for logs: "shard/3", "controller"
+	r    *raft.Raft
+	// acks is what the group's followers acknowledged to this leader:
+	// their catch-up and liveness.
+	acks     *replication
+	transfer func(to raft.ServerID, addr raft.ServerAddress) raft.Future
+}
+
+// shardView is the groupView of the local replica ls of shard i.
+func shardView(i int, ls *localShard) groupView {
+	return groupView{name: ShardGroup(i), r: ls.s.Raft(), acks: ls.acks, transfer: ls.s.TransferLeadership}
+}
+
+// converge takes at most one Raft configuration step of g, which this node
+// leads, towards the voter set want (addresses from m): add a missing
+// server as non-voter; else promote a non-voter that has caught up (its
+// acknowledged index within catchUpLag of this leader's last); else remove
+// one surplus server, handing leadership to a live desired voter first if
+// the surplus one is this node. A live surplus voter is kept while any
+// remaining voter is down (removing it would leave the group one failure
+// closer to no quorum: the drain waits, and a removal waiting for it says
+// so), a down one while the remaining voters would have no live majority.
+// So a group never has fewer voters than its desired set, and a drain
+// never makes it less fault tolerant than it is.
+func (n *Node) converge(g groupView, want []string, m *Membership) {
+	f := g.r.GetConfiguration()
 	if f.Error() != nil {
 		return
 	}
@@ -451,7 +431,6 @@ func (n *Node) reconcileShard(i int, ls *localShard, m *Membership) {
 	for _, s := range servers {
 		suff[string(s.ID)] = s.Suffrage
 	}
-	want := m.Shards[i]
 	const timeout = 5 * time.Second
 	for _, id := range want {
 		if _, ok := suff[id]; ok {
@@ -461,43 +440,102 @@ func (n *Node) reconcileShard(i int, ls *localShard, m *Membership) {
 		if !ok {
 			return
 		}
-		err := r.AddNonvoter(raft.ServerID(id), raft.ServerAddress(mb.RESPAddr()), 0, timeout).Error()
-		n.log.Info("shard: replica added as non-voter", "shard", i, "id", id, "err", err)
+		err := g.r.AddNonvoter(raft.ServerID(id), raft.ServerAddress(mb.RESPAddr()), 0, timeout).Error()
+		n.log.Info("replica added as non-voter", "group", g.name, "id", id, "err", err)
 		return
 	}
 	for _, id := range want {
 		if suff[id] != raft.Nonvoter {
 			continue
 		}
-		applied, ok := n.health.appliedOf(id, i)
-		if !ok || applied+catchUpLag < r.AppliedIndex() {
+		acked, ok := g.acked(id)
+		if !ok || acked+catchUpLag < g.r.LastIndex() {
 			return // still catching up
 		}
 		mb, _ := m.Node(id)
-		err := r.AddVoter(raft.ServerID(id), raft.ServerAddress(mb.RESPAddr()), 0, timeout).Error()
-		n.log.Info("shard: replica promoted", "shard", i, "id", id, "applied", applied, "err", err)
+		err := g.r.AddVoter(raft.ServerID(id), raft.ServerAddress(mb.RESPAddr()), 0, timeout).Error()
+		n.log.Info("replica promoted", "group", g.name, "id", id, "acked", acked, "err", err)
 		return
 	}
+	live := g.live(n.id)
 	for _, s := range servers {
 		id := string(s.ID)
 		if slices.Contains(want, id) {
 			continue
 		}
+		if s.Suffrage == raft.Voter && !removable(servers, id, live) {
+			continue
+		}
 		if id != n.id {
-			err := r.RemoveServer(s.ID, 0, timeout).Error()
-			n.log.Info("shard: surplus replica removed", "shard", i, "id", id, "err", err)
+			err := g.r.RemoveServer(s.ID, 0, timeout).Error()
+			n.log.Info("surplus replica removed", "group", g.name, "id", id, "err", err)
 			return
 		}
 		for _, to := range want {
-			if suff[to] == raft.Voter {
+			if suff[to] == raft.Voter && live[to] {
 				mb, _ := m.Node(to)
-				err := ls.s.TransferLeadership(raft.ServerID(to), raft.ServerAddress(mb.RESPAddr())).Error()
-				n.log.Info("shard: leadership handed over before leaving", "shard", i, "to", to, "err", err)
+				err := g.transfer(raft.ServerID(to), raft.ServerAddress(mb.RESPAddr())).Error()
+				n.log.Info("leadership handed over before leaving", "group", g.name, "to", to, "err", err)
 				return
 			}
 		}
 		return
 	}
+}
+
+// removable reports whether voter id may leave the configuration servers
+// given which servers are live: if it is live itself, only while every
+// remaining voter is live too; if it is down, while the remaining voters
+// keep a live majority.
+func removable(servers []raft.Server, id string, live map[string]bool) bool {
+	rem, liveRem := 0, 0
+	for _, s := range servers {
+		if s.Suffrage != raft.Voter || string(s.ID) == id {
+			continue
+		}
+		rem++
+		if live[string(s.ID)] {
+			liveRem++
+		}
+	}
+	if rem == 0 {
+		return false
+	}
+	if live[id] {
+		return liveRem == rem
+	}
+	return liveRem > rem/2
+}
+
+// acked returns the highest log index server id acknowledged to this
+// leader in its current term.
+func (g groupView) acked(id string) (uint64, bool) {
+	term := g.r.CurrentTerm()
+	g.acks.mu.Lock()
+	defer g.acks.mu.Unlock()
+	a, ok := g.acks.acked[raft.ServerID(id)]
+	if !ok || g.acks.term != term {
+		return 0, false
+	}
+	return a.index, true
+}
+
+// live returns the servers that acknowledged something (a heartbeat will
+// do) to this leader within an election timeout, and self.
+func (g groupView) live(self string) map[string]bool {
+	out := map[string]bool{self: true}
+	term, now := g.r.CurrentTerm(), time.Now()
+	g.acks.mu.Lock()
+	defer g.acks.mu.Unlock()
+	if g.acks.term != term {
+		return out
+	}
+	for id, a := range g.acks.acked {
+		if now.Sub(a.at) <= g.acks.live {
+			out[string(id)] = true
+		}
+	}
+	return out
 }
 
 // ctrlJoinAny sends a join for mb to every member until the controller

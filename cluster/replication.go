@@ -109,6 +109,18 @@ func (r *replication) ack(peer raft.ServerID, term, index uint64) {
 	}
 }
 
+// stored returns the highest index peer acknowledged storing in term, and
+// whether it acknowledged anything in term.
+func (r *replication) stored(peer raft.ServerID, term uint64) (uint64, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.term != term {
+		return 0, false
+	}
+	a, ok := r.acked[peer]
+	return a.index, ok
+}
+
 // count is how many of peers have acknowledged index or more in term; for
 // index 0, how many acknowledged anything (a heartbeat included) within
 // live of now: the connected ones. Callers hold r.mu.

@@ -20,11 +20,17 @@ import (
 //	hello   formation: "here I am, whom do you know?"; the reply carries the
 //	        responder, the nodes it knows, its shard count and, once formed,
 //	        its Membership.
-//	status  health: the shards the responder currently leads, the applied
-//	        index of each replica it hosts, and its controller's Membership
-//	        when newer than the requester's Ctrl.
+//	status  health: the shards the responder currently leads (and in which
+//	        term), the applied index of each replica it hosts, and the
+//	        newest controller Membership it knows (its controller
+//	        replica's, else the one it adopted) when newer than the
+//	        requester's Ctrl. Sent to members gossip does not cover
+//	        (health.go) and to fetch a newer Membership a member gossips.
 //	join    a new node asks the controller leader to add it (reconfig.go).
 //	remove  drain and drop node Target (controller leader only).
+//	confs   the Raft configuration of every group the responder leads, as
+//	        its leader sees it (remove.go: is a removal whole?), and the
+//	        controller's Membership when it leads the controller.
 type rpcRequest struct {
 	Op     string   `json:"op"`
 	From   Member   `json:"from"`
@@ -34,13 +40,16 @@ type rpcRequest struct {
 }
 
 type rpcResponse struct {
-	Self    Member         `json:"self"`
-	Known   []Member       `json:"known,omitempty"`
-	Shards  int            `json:"shards"`
-	Members *Membership    `json:"members,omitempty"`
-	Leads   []int          `json:"leads,omitempty"`
-	Applied map[int]uint64 `json:"applied,omitempty"`
-	Err     string         `json:"err,omitempty"`
+	Self    Member      `json:"self"`
+	Known   []Member    `json:"known,omitempty"`
+	Shards  int         `json:"shards"`
+	Members *Membership `json:"members,omitempty"`
+	Leads   []int       `json:"leads,omitempty"`
+	// LeadTerms[i] is the term in which the responder leads Leads[i].
+	LeadTerms []uint64       `json:"lead_terms,omitempty"`
+	Applied   map[int]uint64 `json:"applied,omitempty"`
+	Confs     []groupConf    `json:"confs,omitempty"`
+	Err       string         `json:"err,omitempty"`
 }
 
 // discovery is the set of nodes this node has heard of before formation.
@@ -118,14 +127,11 @@ func (n *Node) serveRPC(c net.Conn) {
 			}
 			if ls.s.IsLeader() {
 				res.Leads = append(res.Leads, i)
+				res.LeadTerms = append(res.LeadTerms, ls.s.Raft().CurrentTerm())
 			}
 			res.Applied[i] = ls.s.Raft().AppliedIndex()
 		}
-		if c := n.ctrl.Load(); c != nil {
-			if m := c.fsm.get(); m != nil && m.Epoch > req.Ctrl {
-				res.Members = m
-			}
-		}
+		res.Members = n.newestMembership(req.Ctrl)
 	case "join":
 		m, err := n.ctrlJoin(req.From)
 		if err != nil {
@@ -136,14 +142,38 @@ func (n *Node) serveRPC(c net.Conn) {
 		if err := n.ctrlRemove(req.Target); err != nil {
 			res.Err = err.Error()
 		}
+	case "confs":
+		res.Confs, res.Members = n.ledConfs()
 	default:
 		res.Err = "unknown op " + strconv.Quote(req.Op)
 	}
 	_ = json.NewEncoder(c).Encode(&res)
 }
 
+// newestMembership is the newest controller Membership this node knows,
+// in the controller's form (Epoch = the controller's, Ctrl 0), if its
+// Epoch is above after; nil otherwise. A controller replica's is newest;
+// a node without one answers with the one it adopted.
+func (n *Node) newestMembership(after uint64) *Membership {
+	if c := n.ctrl.Load(); c != nil {
+		if m := c.fsm.get(); m != nil && m.Epoch > after {
+			return m
+		}
+	}
+	n.metaMu.Lock()
+	cur := n.meta.Members
+	n.metaMu.Unlock()
+	if cur == nil || cur.Ctrl <= after {
+		return nil
+	}
+	m := cur.clone()
+	m.Epoch, m.Ctrl = cur.Ctrl, 0
+	return m
+}
+
 // call sends one request to the node whose bus is at addr.
 func (n *Node) call(ctx context.Context, addr string, req rpcRequest) (rpcResponse, error) {
+	n.bus.rpcReqs.Add(1)
 	timeout := n.cfg.DialTimeout
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
 		timeout = max(time.Until(dl), time.Millisecond)

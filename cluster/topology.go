@@ -42,16 +42,20 @@ type ShardStatus struct {
 	AppliedIndex uint64
 	LastIndex    uint64
 	Leader       string
+	// Voters and Nonvoters are the node IDs in the replica's latest Raft
+	// configuration (the committed one on a leader once its change
+	// committed).
+	Voters, Nonvoters []string
 	// Followers are, on the leader, the other members of the shard's Raft
-	// group with the applied index each last reported to this node's
-	// health polls (every 500 ms); nil on other replicas.
+	// group with the log index each has acknowledged storing in the
+	// current term; nil on other replicas.
 	Followers []FollowerStatus
 }
 
 // FollowerStatus is what a shard's leader knows of another member.
 type FollowerStatus struct {
-	ID      string
-	Voter   bool   // a voter, else a non-voter catching up
-	Applied uint64 // the applied index it last reported, when Known
-	Known   bool
+	ID     string
+	Voter  bool   // a voter, else a non-voter catching up
+	Stored uint64 // the highest log index it acknowledged storing, when Known
+	Known  bool
 }

@@ -54,6 +54,9 @@ type Mux struct {
 	// tls, when set (SetTLS, cluster/tls.go), makes every bus connection
 	// mutually authenticated TLS.
 	tls atomic.Pointer[BusTLS]
+	// stats, when set, counts the bytes of every later bus connection
+	// (busstats.go).
+	stats atomic.Pointer[busStats]
 
 	mu     sync.Mutex
 	groups map[string]*StreamLayer
@@ -138,6 +141,7 @@ func (m *Mux) acceptLoop() {
 			}
 			continue
 		}
+		c = m.counted(c)
 		m.mu.Lock()
 		closed := m.isClosed()
 		if !closed {
@@ -264,6 +268,7 @@ func (m *Mux) Dial(addr, group string, timeout time.Duration) (net.Conn, error) 
 	if err != nil {
 		return nil, err
 	}
+	c = m.counted(c)
 	if t := m.tls.Load(); t != nil {
 		if c, err = t.client(c, timeout); err != nil {
 			return nil, err
@@ -276,6 +281,15 @@ func (m *Mux) Dial(addr, group string, timeout time.Duration) (net.Conn, error) 
 	}
 	_ = c.SetWriteDeadline(time.Time{})
 	return c, nil
+}
+
+// counted wraps c to count its bytes when the mux has stats.
+func (m *Mux) counted(c net.Conn) net.Conn {
+	s := m.stats.Load()
+	if s == nil {
+		return c
+	}
+	return countedConn{Conn: c, stats: s}
 }
 
 // Close stops the listener, closes connections whose preamble is still

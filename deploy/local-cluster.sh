@@ -7,7 +7,8 @@
 #   deploy/local-cluster.sh stop        SIGTERM every recorded pid (SIGKILL after 15 s); data kept
 #   deploy/local-cluster.sh clean       stop, then delete the data directory
 #
-# Node i: RESP 127.0.0.1:700i, cluster bus 127.0.0.1:1700i, data DIR/node<i>,
+# Node i: RESP 127.0.0.1:700i, cluster bus 127.0.0.1:1700i (TCP, and UDP for
+# gossip, the failure detector: the same port number), data DIR/node<i>,
 # log DIR/node<i>.log, pid DIR/node<i>.pid. Only recorded pids are signalled.
 #
 # Environment:

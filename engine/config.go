@@ -208,4 +208,3 @@ func outOfRange[T int64 | uint64](v, lo, hi T) string {
 	}
 	return ""
 }
-

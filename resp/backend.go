@@ -70,4 +70,7 @@ type Backend interface {
 	// local replica leads the shard: only its leader sees the followers'
 	// acknowledgements (WAIT, wait.go).
 	WaitReplicas(ctx context.Context, shard int, index uint64, want int) (n int, leading bool)
+	// BusStats reports the node's cluster-bus traffic and its view of the
+	// controller group (INFO bus).
+	BusStats() cluster.BusStats
 }

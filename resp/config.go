@@ -398,4 +398,3 @@ func cmdConfigResetStat(s *Server, c *client, argv [][]byte) reply {
 func cmdConfigRewrite(s *Server, c *client, argv [][]byte) reply {
 	return errorf("ERR The server is running without a config file")
 }
-

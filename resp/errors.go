@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/raftstream/raftstream/engine"
@@ -50,10 +49,7 @@ func (s *Server) mapError(err error, slot int) reply {
 		if addr := s.leaderRESPAddr(nl); addr != "" && slot >= 0 {
 			return errorf("MOVED %d %s", slot, addr)
 		}
-		if addr := s.otherReplicaAddr(nl, slot); addr != "" {
-			return errorf("MOVED %d %s", slot, addr)
-		}
-		return errTryAgainLeader
+		return s.leaderlessReply(nl, slot)
 	case errors.Is(err, fsm.ErrUnknownOutcome), errors.Is(err, context.DeadlineExceeded):
 		return errUnknownOutcome
 	case errors.Is(err, fsm.ErrBusy):
@@ -95,52 +91,39 @@ func (s *Server) leaderRESPAddr(nl *fsm.NotLeaderError) string {
 }
 
 // leaderlessRedirectAfter is how long a replica must have heard from no
-// leader before it sends clients to another replica instead of answering
-// TRYAGAIN (otherReplicaAddr).
+// leader before it stops answering TRYAGAIN (leaderlessReply).
 const leaderlessRedirectAfter = 3 * time.Second
 
-// otherReplicaAddr is where to send a client whose command's shard has had
-// no leader here for leaderlessRedirectAfter: another replica of the shard
-// (the next after this node in ID order, preferring one seen up). A node cut
-// off from the others knows no leader while the rest have elected one;
-// TRYAGAIN would keep a cluster client whose slot map names this node
-// asking it until the map's next periodic reload (a minute for go-redis),
-// while MOVED makes it reload now. Within an ordinary election, and on a
-// node that never heard from a leader, it is "" (TRYAGAIN).
-func (s *Server) otherReplicaAddr(nl *fsm.NotLeaderError, slot int) string {
+// errClusterDownNoLeader answers a command for a shard that has had no
+// leader for longer than an election takes: no quorum of its replicas is
+// reachable from here. Redis Cluster answers an unserved slot with
+// "CLUSTERDOWN Hash slot not served"; cluster clients retry it.
+var errClusterDownNoLeader = errorf("CLUSTERDOWN Hash slot not served: its shard has no leader (no quorum of its replicas is reachable)")
+
+// leaderlessReply answers a command whose shard has no leader known to the
+// replica that got it. Within an ordinary election (and on a replica that
+// never heard from a leader) it is TRYAGAIN. Once the replica has heard
+// from no leader for leaderlessRedirectAfter it is cut off or the shard
+// has lost its quorum: if fresh reports from other members (gossip, polls:
+// Topology's leader of the shard) name a leader elsewhere, the client is
+// sent there with MOVED, so a cluster client whose slot map names this
+// node reloads it instead of asking here again; otherwise CLUSTERDOWN.
+// A client is only ever sent to a node that reports leading the shard, so
+// two leaderless replicas never send clients to each other in a circle.
+func (s *Server) leaderlessReply(nl *fsm.NotLeaderError, slot int) reply {
 	if nl.LeaderID != "" || nl.LeaderlessFor < leaderlessRedirectAfter || slot < 0 {
-		return ""
+		return errTryAgainLeader
 	}
 	top := s.be.Topology()
 	shard := s.be.ShardOfSlot(slot)
-	if shard < 0 || shard >= len(top.Shards) {
-		return ""
-	}
-	reps := append([]string(nil), top.Shards[shard].Replicas...)
-	sort.Strings(reps)
-	// Rotate so that the replicas after this node come first.
-	for i, id := range reps {
-		if id == top.MyID {
-			reps = append(reps[i+1:], reps[:i]...)
-			break
-		}
-	}
-	var fallback string
-	for _, id := range reps {
-		if id == top.MyID {
-			continue
-		}
-		if n, ok := nodeByID(top, id); ok {
-			addr := fmt.Sprintf("%s:%d", n.Host, n.Port)
-			if n.Up {
-				return addr
-			}
-			if fallback == "" {
-				fallback = addr
+	if shard >= 0 && shard < len(top.Shards) {
+		if l := top.Shards[shard].Leader; l != "" && l != top.MyID {
+			if n, ok := nodeByID(top, l); ok && n.Up {
+				return errorf("MOVED %d %s:%d", slot, n.Host, n.Port)
 			}
 		}
 	}
-	return fallback
+	return errClusterDownNoLeader
 }
 
 // slotOf is the Redis Cluster hash slot of key.

@@ -40,7 +40,7 @@ func localHandlers() map[string]localFunc {
 		// configuration and diagnostics (config.go, slowlog.go, latency.go)
 		"config|get": cmdConfigGet, "config|set": cmdConfigSet, "config|resetstat": cmdConfigResetStat,
 		"config|rewrite": cmdConfigRewrite,
-		"slowlog|get": cmdSlowlogGet, "slowlog|len": cmdSlowlogLen, "slowlog|reset": cmdSlowlogReset, "slowlog|help": cmdHelp,
+		"slowlog|get":    cmdSlowlogGet, "slowlog|len": cmdSlowlogLen, "slowlog|reset": cmdSlowlogReset, "slowlog|help": cmdHelp,
 		"latency|latest": cmdLatencyLatest, "latency|history": cmdLatencyHistory, "latency|reset": cmdLatencyReset,
 		"latency|doctor": cmdLatencyDoctor, "latency|help": cmdHelp,
 		"function|flush": cmdFunctionFlush, "function|list": cmdFunctionList,
@@ -65,7 +65,7 @@ func localHandlers() map[string]localFunc {
 		"raftstream|status": cmdRaftstreamStatus, "raftstream|transfer-leader": cmdRaftstreamTransferLeader,
 		"raftstream|snapshot": cmdRaftstreamSnapshot, "raftstream|remove-node": cmdRaftstreamRemoveNode,
 		"raftstream|retention": cmdRaftstreamRetention, // retention.go
-		"raftstream|backup": cmdRaftstreamBackup, // backup.go
+		"raftstream|backup":    cmdRaftstreamBackup,    // backup.go
 		// command (command_cmd.go)
 		"command": cmdCommand, "command|count": cmdCommandCount, "command|info": cmdCommandInfo,
 		"command|docs": cmdCommandDocs, "command|getkeys": cmdCommandGetKeys, "command|list": cmdCommandList,

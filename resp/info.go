@@ -18,14 +18,15 @@ import (
 // every acknowledgement) and Raft snapshots (in the role of RDB saves);
 // replication is per shard (a node leads some shards and follows others).
 
-// infoSections are INFO's sections in Redis's order; "raft" is ours.
+// infoSections are INFO's sections in Redis's order; "raft" and "bus" are
+// ours.
 var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "cpu", "modules",
-	"commandstats", "errorstats", "latencystats", "cluster", "keyspace", "raft"}
+	"commandstats", "errorstats", "latencystats", "cluster", "keyspace", "raft", "bus"}
 
 // infoDefault are the sections of INFO and INFO default: all but
 // commandstats and latencystats, as Redis.
 var infoDefault = map[string]bool{"server": true, "clients": true, "memory": true, "persistence": true, "stats": true,
-	"replication": true, "cpu": true, "modules": true, "errorstats": true, "cluster": true, "keyspace": true, "raft": true}
+	"replication": true, "cpu": true, "modules": true, "errorstats": true, "cluster": true, "keyspace": true, "raft": true, "bus": true}
 
 // RaftstreamVersion is raftstream's own version (INFO raftstream_version).
 const RaftstreamVersion = "0.1.0"
@@ -200,6 +201,8 @@ func (s *Server) infoSection(c *client, b *strings.Builder, sec string) {
 		w.kv("raft_shards", s.be.NumShards())
 		w.kv("raft_shards_hosted", hosted)
 		w.kv("raft_shards_led", led)
+	case "bus":
+		s.infoBus(w)
 	}
 }
 
@@ -339,9 +342,9 @@ func (s *Server) infoPersistence(w infoWriter) {
 
 // infoReplication: every node answers as a master (Redis Cluster's view
 // of the shards it leads); each local replica has a line with its Raft
-// state, and a leader's lists the applied index of each other member
-// (id@applied, ? when not known yet) and how far behind its commit index
-// the slowest is.
+// state and the voters and non-voters of its latest configuration, and a
+// leader's lists the log index each other member acknowledged storing in
+// its term (id@index, ? when none yet).
 func (s *Server) infoReplication(w infoWriter) {
 	w.kv("role", "master")
 	w.kv("connected_slaves", 0)
@@ -350,13 +353,14 @@ func (s *Server) infoReplication(w infoWriter) {
 		if !ok {
 			continue
 		}
-		line := fmt.Sprintf("role=%s,term=%d,commit_index=%d,applied_index=%d,last_index=%d,leader=%s",
-			st.Role, st.Term, st.CommitIndex, st.AppliedIndex, st.LastIndex, st.Leader)
+		line := fmt.Sprintf("role=%s,term=%d,commit_index=%d,applied_index=%d,last_index=%d,leader=%s,voters=%s,nonvoters=%s",
+			st.Role, st.Term, st.CommitIndex, st.AppliedIndex, st.LastIndex, st.Leader,
+			strings.Join(st.Voters, "|"), strings.Join(st.Nonvoters, "|"))
 		if st.Role == "leader" && len(st.Followers) > 0 {
 			var f []string
 			for _, fl := range st.Followers {
 				if fl.Known {
-					f = append(f, fl.ID+"@"+strconv.FormatUint(fl.Applied, 10))
+					f = append(f, fl.ID+"@"+strconv.FormatUint(fl.Stored, 10))
 				} else {
 					f = append(f, fl.ID+"@?")
 				}
@@ -429,4 +433,26 @@ func cpuTimes() (sys, user float64) {
 	u, _ := strconv.ParseFloat(f[11], 64)
 	st, _ := strconv.ParseFloat(f[12], 64)
 	return st / ticks, u / ticks
+}
+
+// infoBus writes INFO's "bus" section (ours): the node's background
+// traffic on the cluster bus (totals since start; rates are differences
+// over time) and its view of the controller group.
+func (s *Server) infoBus(w infoWriter) {
+	st := s.be.BusStats()
+	w.kv("bus_requests_sent", st.Requests())
+	w.kv("bus_raft_requests_sent", st.RaftRequests)
+	w.kv("bus_rpc_requests_sent", st.RPCRequests)
+	w.kv("bus_gossip_packets_sent", st.GossipPackets)
+	w.kv("bus_gossip_streams_opened", st.GossipStreams)
+	w.kv("bus_status_polls_sent", st.StatusPolls)
+	w.kv("bus_bytes_sent", st.BytesSent)
+	w.kv("bus_bytes_received", st.BytesReceived)
+	w.kv("gossip", st.Gossip)
+	w.kv("gossip_members", st.GossipMembers)
+	w.kv("controller_role", st.CtrlRole)
+	w.kv("controller_leader", st.CtrlLeaderID)
+	w.kv("controller_voters", strings.Join(st.CtrlVoters, ","))
+	w.kv("controller_nonvoters", strings.Join(st.CtrlNonvoters, ","))
+	w.kv("controller_epoch", st.CtrlMembership)
 }

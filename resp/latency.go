@@ -170,4 +170,3 @@ func cmdLatencyDoctor(s *Server, c *client, argv [][]byte) reply {
 	b.WriteString("- A write's time includes its Raft round trip (replication to a quorum, an fsync of the log on each): compare with the shards' commit latency (/metrics raftstream_shard_commit_seconds).\n")
 	return engine.BulkString(b.String())
 }
-

@@ -169,4 +169,3 @@ func cmdSlowlogReset(s *Server, c *client, argv [][]byte) reply {
 	s.slow.reset()
 	return engine.OK
 }
-

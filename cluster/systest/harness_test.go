@@ -63,10 +63,11 @@ func startCluster(t *testing.T, n, shards int, extra ...string) *cluster {
 }
 
 // newJoiner prepares (does not start) one more node that joins the running
-// cluster.
-func (c *cluster) newJoiner() *testkit.Node {
+// cluster, with extra flags (--shards N for a cluster of other than 16).
+func (c *cluster) newJoiner(extra ...string) *testkit.Node {
 	name := fmt.Sprint("n", len(c.procs)+1)
-	p := testkit.NewNode(c.t, name, "", append(slices.Clone(nodeArgs), "--join", strings.Join(c.buses, ","))...)
+	args := append(append(slices.Clone(nodeArgs), "--join", strings.Join(c.buses, ",")), extra...)
+	p := testkit.NewNode(c.t, name, "", args...)
 	c.procs = append(c.procs, p)
 	return p
 }
@@ -158,6 +159,30 @@ func keyPerShard(prefix string, nShards int) []string {
 	return keys
 }
 
+// nodeClients holds one plain client per node address, made on first use
+// (following MOVED by hand).
+type nodeClients struct {
+	readTimeout time.Duration
+	m           map[string]*redis.Client
+}
+
+func newNodeClients(readTimeout time.Duration) *nodeClients {
+	return &nodeClients{readTimeout: readTimeout, m: map[string]*redis.Client{}}
+}
+
+func (c *nodeClients) get(addr string) *redis.Client {
+	if c.m[addr] == nil {
+		c.m[addr] = redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 300 * time.Millisecond, ReadTimeout: c.readTimeout})
+	}
+	return c.m[addr]
+}
+
+func (c *nodeClients) close() {
+	for _, cl := range c.m {
+		cl.Close()
+	}
+}
+
 // writeFollowingMoved writes one entry to every key through node addr,
 // following MOVED by hand and retrying other refusals every 10 ms (no
 // client-side slot cache), and returns how long until all were accepted.
@@ -166,18 +191,9 @@ func writeFollowingMoved(t *testing.T, addr string, keys []string, budget time.D
 	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
 	t0 := time.Now()
-	clients := map[string]*redis.Client{}
-	defer func() {
-		for _, c := range clients {
-			c.Close()
-		}
-	}()
-	get := func(a string) *redis.Client {
-		if clients[a] == nil {
-			clients[a] = redis.NewClient(&redis.Options{Addr: a, MaxRetries: -1, DialTimeout: 300 * time.Millisecond, ReadTimeout: time.Second})
-		}
-		return clients[a]
-	}
+	clients := newNodeClients(time.Second)
+	defer clients.close()
+	get := clients.get
 	for _, k := range keys {
 		target := addr
 		for {

@@ -19,10 +19,11 @@ import (
 // ClusterClient) and one consumer (XREADGROUP > then XACK), recording what
 // was acknowledged and delivered, and the longest write outage per key.
 type load struct {
-	keys []string
-	cc   *redis.ClusterClient
-	stop chan struct{}
-	wg   sync.WaitGroup
+	keys     []string
+	cc       *redis.ClusterClient
+	stop     chan struct{}
+	haltOnce sync.Once
+	wg       sync.WaitGroup
 
 	mu        sync.Mutex
 	acked     map[string][]string // key → IDs acknowledged to the writer, in order
@@ -146,8 +147,10 @@ func (l *load) markKill() {
 	l.mu.Unlock()
 }
 
+// halt stops the workload and waits for it; idempotent (defer it, and
+// call it where the test stops writing).
 func (l *load) halt() {
-	close(l.stop)
+	l.haltOnce.Do(func() { close(l.stop) })
 	l.wg.Wait()
 }
 
@@ -165,6 +168,44 @@ func idLess(a, b string) bool {
 	return am < bm || am == bm && as < bs
 }
 
+// checkAcked reads stream k (retrying for 5 s) and checks that no ID is
+// in it twice and that every acknowledged ID is there, in order; it
+// returns how many were acknowledged.
+func checkAcked(ctx context.Context, t *testing.T, cc *redis.ClusterClient, k string, acked []string) int {
+	t.Helper()
+	var entries []redis.XMessage
+	var err error
+	for i := 0; i < 50; i++ {
+		if entries, err = cc.XRange(ctx, k, "-", "+").Result(); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("XRANGE %s: %v", k, err)
+	}
+	pos := map[string]int{}
+	for i, e := range entries {
+		if _, dup := pos[e.ID]; dup {
+			t.Errorf("%s: ID %s twice", k, e.ID)
+		}
+		pos[e.ID] = i
+	}
+	prev := -1
+	for _, id := range acked {
+		p, ok := pos[id]
+		if !ok {
+			t.Errorf("%s: acknowledged %s missing", k, id)
+			continue
+		}
+		if p <= prev {
+			t.Errorf("%s: acknowledged %s out of order", k, id)
+		}
+		prev = p
+	}
+	return len(acked)
+}
+
 // verify checks every acknowledged XADD is in its stream exactly once and
 // in order, that ">" never delivered an ID twice or out of order, and that
 // the group's last-delivered-id is at least the last delivered ID.
@@ -173,37 +214,7 @@ func (l *load) verify(t *testing.T) {
 	defer cancel()
 	total := 0
 	for _, k := range l.keys {
-		var entries []redis.XMessage
-		var err error
-		for i := 0; i < 50; i++ {
-			if entries, err = l.cc.XRange(ctx, k, "-", "+").Result(); err == nil {
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		if err != nil {
-			t.Fatalf("XRANGE %s: %v", k, err)
-		}
-		pos := map[string]int{}
-		for i, e := range entries {
-			if _, dup := pos[e.ID]; dup {
-				t.Errorf("%s: ID %s twice", k, e.ID)
-			}
-			pos[e.ID] = i
-		}
-		prev := -1
-		for _, id := range l.acked[k] {
-			p, ok := pos[id]
-			if !ok {
-				t.Errorf("%s: acknowledged %s missing", k, id)
-				continue
-			}
-			if p <= prev {
-				t.Errorf("%s: acknowledged %s out of order", k, id)
-			}
-			prev = p
-		}
-		total += len(l.acked[k])
+		total += checkAcked(ctx, t, l.cc, k, l.acked[k])
 		d := l.delivered[k]
 		for i := 1; i < len(d); i++ {
 			if !idLess(d[i-1], d[i]) {
@@ -212,6 +223,7 @@ func (l *load) verify(t *testing.T) {
 		}
 		if len(d) > 0 {
 			var gs []redis.XInfoGroup
+			var err error
 			for i := 0; i < 50; i++ {
 				if gs, err = l.cc.XInfoGroups(ctx, k).Result(); err == nil {
 					break

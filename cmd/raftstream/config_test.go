@@ -131,8 +131,8 @@ func TestReplicatedConfigOnEveryReplica(t *testing.T) {
 	}
 	check("applied", keys...)
 	// INFO replication: each shard's leader lists the other two members
-	// with the applied index each reported.
-	leaderLine := regexp.MustCompile(`(?m)^shard(\d+):role=leader,term=\d+,commit_index=(\d+),applied_index=\d+,last_index=\d+,leader=\w+,followers=(\w+)@(\d+)/(\w+)@(\d+)\r$`)
+	// with the log index each acknowledged storing.
+	leaderLine := regexp.MustCompile(`(?m)^shard(\d+):role=leader,term=\d+,commit_index=(\d+),applied_index=\d+,last_index=\d+,leader=\w+,voters=[\w|]+,nonvoters=[\w|]*,followers=(\w+)@(\d+)/(\w+)@(\d+)\r$`)
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		led := map[string]bool{}
 		for _, n := range nodes {

@@ -145,7 +145,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.join, "join", "", "comma-separated cluster bus addresses (host:port) of nodes to form or join a cluster with")
 	fs.IntVar(&o.bootstrapExpect, "bootstrap-expect", 1, "number of nodes forming the initial cluster")
 	fs.IntVar(&o.replicationFactor, "replication-factor", 3, "replicas (Raft voters) per shard, capped at the number of nodes")
-	fs.StringVar(&o.gossipAddr, "gossip-addr", "", "IP:port (TCP and UDP) for memberlist gossip, which speeds up failure detection; empty = off")
+	fs.StringVar(&o.gossipAddr, "gossip-addr", "", "where memberlist gossip (failure detection and node metadata) runs: empty = the cluster bus port (TCP through the bus, UDP on the same port number); IP:port = a port of its own (TCP and UDP); off = no gossip (every node polls every node)")
 	fs.DurationVar(&o.deadAfter, "dead-after", 30*time.Second, "how long a node may be unreachable before its replicas are moved to other nodes (negative = never)")
 	fs.StringVar(&o.announce, "announce", "", "host announced to clients in MOVED and CLUSTER replies; default --bind")
 	fs.IntVar(&o.announcePort, "announce-port", 0, "port announced to clients; default --port")
