@@ -194,6 +194,13 @@ func Keyless(now int64, argv [][]byte) Reply {
 	return e.Exec(now, argv)
 }
 
+// HoldsStream reports whether key holds a stream as of now (what a blocked
+// XREADGROUP's end depends on when its group read fails).
+func (e *Engine) HoldsStream(now int64, key []byte) bool {
+	v := e.get(key, now)
+	return v != nil && v.Kind == KindStream
+}
+
 // lookupStream returns the stream at key as of now, nil if the key does not
 // exist (or has expired), or ErrWrongType.
 func (e *Engine) lookupStream(key []byte, now int64) (*Stream, *Error) {

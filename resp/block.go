@@ -3,6 +3,7 @@ package resp
 import (
 	"bytes"
 	"context"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -262,6 +263,9 @@ func (s *Server) blockingRead(c *client, cmd *command.Command, shard, slot int, 
 	}
 	for woken := false; ; woken = true {
 		r := s.attempt(c, cmd, shard, slot, argv)
+		if er, isErr := r.(*engine.Error); isErr && woken {
+			r = s.wokenError(c, w.group, shard, slot, keys, er)
+		}
 		if _, empty := r.(engine.NullArray); !empty {
 			return r // the deferred passOn hands the turn on
 		}
@@ -304,6 +308,44 @@ func (s *Server) blockingRead(c *client, cmd *command.Command, shard, slot int, 
 			return nil
 		}
 	}
+}
+
+var (
+	errBlockedKeyGone   = errorf("UNBLOCKED the stream key no longer exists")
+	errBlockedGroupGone = errorf("NOGROUP the consumer group this client was blocked on no longer exists")
+)
+
+// wokenError is what a blocked read answers when its attempt after a wake
+// fails with er, as Redis answers clients blocked on stream keys: XREAD
+// keeps waiting on a key that no longer holds a stream (a SET over it; the
+// stream written again under that name serves it); XREADGROUP ends with
+// -UNBLOCKED when its key is gone or holds another type, and with -NOGROUP
+// when only its group is gone (XGROUP DESTROY). Every other error is
+// answered as it is; a NullArray means wait on.
+func (s *Server) wokenError(c *client, group bool, shard, slot int, keys []string, er *engine.Error) reply {
+	wrongType, noGroup := er == engine.ErrWrongType, strings.HasPrefix(er.Msg, "NOGROUP ")
+	switch {
+	case !group && wrongType:
+		return engine.NullArray{}
+	case !group || !(wrongType || noGroup):
+		return er
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.WriteTimeout)
+	defer cancel()
+	streams := true
+	err := s.be.Read(ctx, shard, c.readonly, func(e *engine.Engine) {
+		now := e.ReadTime(nowMs())
+		for _, k := range keys {
+			streams = streams && e.HoldsStream(now, []byte(k))
+		}
+	})
+	switch {
+	case err != nil:
+		return s.mapReadError(err, slot)
+	case !streams:
+		return errBlockedKeyGone
+	}
+	return errBlockedGroupGone
 }
 
 // notLeading is the redirect for a client blocked on shard when this node

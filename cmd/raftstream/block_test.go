@@ -68,6 +68,20 @@ func TestBlockingReadsMatchRedis(t *testing.T) {
 		{"xreadgroup", [][]string{{"XADD", "b4", "1-1", "a", "1"}, {"XGROUP", "CREATE", "b4", "g", "$"}},
 			[]string{"XREADGROUP", "GROUP", "g", "c1", "BLOCK", "5000", "STREAMS", "b4", ">"},
 			[][]string{{"XADD", "b4", "3-3", "b", "2"}}},
+		// A stream replaced by a string keeps its reader blocked; the
+		// stream written again under that name serves it.
+		{"xread-key-becomes-string", [][]string{{"XADD", "b5", "1-1", "a", "1"}},
+			[]string{"XREAD", "BLOCK", "0", "STREAMS", "b5", "$"},
+			[][]string{{"SET", "b5", "str"}, {"DEL", "b5"}, {"XADD", "b5", "5-1", "f", "v"}}},
+		{"xreadgroup-group-destroyed", [][]string{{"XGROUP", "CREATE", "b6", "g", "$", "MKSTREAM"}},
+			[]string{"XREADGROUP", "GROUP", "g", "c1", "BLOCK", "0", "STREAMS", "b6", ">"},
+			[][]string{{"XGROUP", "DESTROY", "b6", "g"}}},
+		{"xreadgroup-key-deleted", [][]string{{"XGROUP", "CREATE", "b7", "g", "$", "MKSTREAM"}},
+			[]string{"XREADGROUP", "GROUP", "g", "c1", "BLOCK", "0", "STREAMS", "b7", ">"},
+			[][]string{{"DEL", "b7"}}},
+		{"xreadgroup-key-becomes-string", [][]string{{"XGROUP", "CREATE", "b8", "g", "$", "MKSTREAM"}},
+			[]string{"XREADGROUP", "GROUP", "g", "c1", "BLOCK", "0", "STREAMS", "b8", ">"},
+			[][]string{{"SET", "b8", "str"}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
