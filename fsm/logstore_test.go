@@ -91,12 +91,20 @@ func testCrashKeepsAcknowledgedLogs(t *testing.T, kind string) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		kill := time.AfterFunc(time.Duration(50+rng.Intn(400))*time.Millisecond, func() { cmd.Process.Kill() })
+		// The kill comes at a random moment after the child's first
+		// acknowledged write (a slow start under load must not use up
+		// the round), and within 30 s whatever happens.
+		kill := time.AfterFunc(30*time.Second, func() { cmd.Process.Kill() })
+		started := false
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
 			if v, ok := strings.CutPrefix(sc.Text(), "acked "); ok {
 				n, _ := strconv.ParseUint(v, 10, 64)
 				acked = max(acked, n)
+				if !started {
+					started = true
+					kill.Reset(time.Duration(rng.Intn(400)) * time.Millisecond)
+				}
 			}
 		}
 		kill.Stop()
