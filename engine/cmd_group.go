@@ -185,7 +185,7 @@ func cmdXGroup(e *Engine, now int64, argv [][]byte) Reply {
 		if s == nil {
 			// MKSTREAM: dbAdd signals the new stream key as ready.
 			s = e.newStream()
-			e.keys[string(argv[2])] = &Value{Kind: KindStream, Stream: s}
+			e.addKey(string(argv[2]), &Value{Kind: KindStream, Stream: s})
 			e.signal(string(argv[2]))
 		}
 		if s.createGroup(argv[3], id, a.entriesRead) == nil {

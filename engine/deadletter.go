@@ -85,7 +85,7 @@ func (e *Engine) deadLetter(key []byte, s *Stream, g *Group, nk *NACK, fields []
 		dlq = v.Stream
 	} else {
 		dlq = e.newStream()
-		e.keys[g.DLQKey] = &Value{Kind: KindStream, Stream: dlq}
+		e.addKey(g.DLQKey, &Value{Kind: KindStream, Stream: dlq})
 	}
 	id := nextID(dlq.LastID, now)
 	f := make([][]byte, 0, len(fields)+6)

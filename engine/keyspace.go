@@ -55,6 +55,7 @@ func (e *Engine) deleteKey(key string) bool {
 		return false
 	}
 	delete(e.keys, key)
+	e.unindexSlot(key)
 	if v.Kind == KindStream {
 		e.signal(key)
 	}
@@ -66,6 +67,9 @@ func (e *Engine) deleteKey(key string) bool {
 func (e *Engine) setKey(key string, v *Value) {
 	old, had := e.keys[key]
 	e.keys[key] = v
+	if !had {
+		e.indexSlot(key)
+	}
 	if v.Kind == KindStream || (had && old.Kind == KindStream) {
 		e.signal(key)
 	}

@@ -291,7 +291,7 @@ func cmdXAdd(e *Engine, now int64, argv [][]byte) Reply {
 	}
 	if s == nil {
 		s = e.newStream()
-		e.keys[string(argv[1])] = &Value{Kind: KindStream, Stream: s}
+		e.addKey(string(argv[1]), &Value{Kind: KindStream, Stream: s})
 	}
 	s.appendEntry(e.cfg, id, a.fields)
 	if a.idmpGiven {
