@@ -47,6 +47,10 @@ type Membership struct {
 	// Epoch also moves when it observes a member's new addresses, so the two
 	// differ). 0 before the first adoption.
 	Ctrl uint64 `json:"ctrl,omitempty"`
+	// Slots is the slot → shard map and the slot moves in flight
+	// (slotmap.go); nil in a Membership written before the map was
+	// replicated, which routes by contiguous ranges over its shards.
+	Slots *SlotTable `json:"slots,omitempty"`
 }
 
 // clone returns a deep copy of m.
@@ -59,6 +63,7 @@ func (m *Membership) clone() *Membership {
 	}
 	c.Draining = slices.Clone(m.Draining)
 	c.Removed = slices.Clone(m.Removed)
+	c.Slots = m.Slots.clone()
 	return &c
 }
 
@@ -132,7 +137,7 @@ func (m *Membership) check(shards int) error {
 			}
 		}
 	}
-	return nil
+	return m.checkSlots()
 }
 
 // addrBook resolves Raft server IDs (node IDs) to cluster bus addresses; it

@@ -148,7 +148,7 @@ func (n *Node) ctrlPropose(f func(m *Membership) error) (*Membership, error) {
 		return got, err
 	}
 	if reflect.DeepEqual(m.Nodes, got.Nodes) && reflect.DeepEqual(m.Shards, got.Shards) &&
-		slices.Equal(m.Draining, got.Draining) && slices.Equal(m.Removed, got.Removed) {
+		slices.Equal(m.Draining, got.Draining) && slices.Equal(m.Removed, got.Removed) && m.Slots.equal(got.Slots) {
 		return got, nil
 	}
 	m.Epoch = got.Epoch + 1

@@ -1,5 +1,7 @@
 package cluster
 
+import "github.com/raftstream/raftstream/slots"
+
 // The views a node gives of the cluster: what CLUSTER SLOTS/SHARDS/NODES,
 // MOVED and INFO are built from. They are plain values, copied out under the
 // node's locks, so a caller may keep them.
@@ -10,6 +12,11 @@ type Topology struct {
 	Epoch  uint64
 	Nodes  []NodeInfo
 	Shards []ShardInfo // index = shard number
+	// SlotEpoch is the slot map's epoch; Slots the map itself, as runs in
+	// slot order (every slot exactly once); Moves the slot moves in flight.
+	SlotEpoch uint64
+	Slots     []slots.Run
+	Moves     []SlotMove
 }
 
 // NodeInfo is one cluster member.
@@ -21,11 +28,12 @@ type NodeInfo struct {
 	Up   bool
 }
 
-// ShardInfo is one shard: its slot range and replica set.
+// ShardInfo is one shard: the slot ranges it owns (none for a new or
+// emptied shard) and its replica set (none for a retired shard).
 type ShardInfo struct {
-	FirstSlot, LastSlot int    // inclusive
-	Leader              string // node ID, "" when unknown
-	Replicas            []string
+	Slots    []slots.Range
+	Leader   string // node ID, "" when unknown
+	Replicas []string
 }
 
 // ShardStatus is the Raft state of a local shard replica.

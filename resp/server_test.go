@@ -51,10 +51,10 @@ func newFakeBackend(shards int) *fakeBackend {
 	for i := 0; i < shards; i++ {
 		b.engines = append(b.engines, engine.New(engine.DefaultConfig()))
 		b.applied = append(b.applied, 0)
-		r := b.slotMap.Range(i)
-		b.top.Shards = append(b.top.Shards, cluster.ShardInfo{FirstSlot: r.First, LastSlot: r.Last,
+		b.top.Shards = append(b.top.Shards, cluster.ShardInfo{Slots: b.slotMap.RangesOf(i),
 			Leader: b.top.MyID, Replicas: []string{b.top.MyID}})
 	}
+	b.top.Slots = b.slotMap.Runs()
 	return b
 }
 
