@@ -15,6 +15,10 @@ type multiState struct {
 	dirty bool // a command failed to queue: EXEC aborts
 	shard int  // shard of the queued keys, -1 while none
 	slot  int
+	// crossSlot is set when queued commands' keys live in different slots
+	// of a cluster (or shards): EXEC answers CROSSSLOT, as Redis Cluster
+	// checks the transaction as a whole when it runs.
+	crossSlot bool
 }
 
 func cmdMulti(s *Server, c *client, _ [][]byte) reply {
@@ -58,11 +62,12 @@ func (s *Server) multiQueue(c *client, r *request) reply {
 		return er
 	}
 	if r.shard >= 0 {
-		if m.shard >= 0 && r.shard != m.shard {
-			m.dirty = true
-			return errCrossSlot
+		switch {
+		case m.shard < 0:
+			m.shard, m.slot = r.shard, r.slot
+		case r.shard != m.shard || (r.slot != m.slot && s.be.NumShards() > 1):
+			m.crossSlot = true
 		}
-		m.shard, m.slot = r.shard, r.slot
 	}
 	m.queue = append(m.queue, r.argv)
 	m.cmds = append(m.cmds, r.cmd)
@@ -81,6 +86,9 @@ func cmdExec(s *Server, c *client, _ [][]byte) reply {
 	c.lastExec = nil
 	if m.dirty {
 		return errExecAbort
+	}
+	if m.crossSlot {
+		return errCrossSlot
 	}
 	c.lastExec = m.queue
 	shard := m.shard

@@ -382,17 +382,24 @@ func (s *Server) waitOne(f futureLike, slot int) reply {
 }
 
 // route finds the shard and slot of argv's keys: shard -1 for a command
-// without keys, crossSlot when the keys live on different shards.
+// without keys, crossSlot when the keys live in different slots of a
+// cluster (more than one shard: Redis Cluster's rule, whichever shards own
+// the slots, since slots move). A node of one shard behaves as a standalone
+// Redis: any keys go together.
 func (s *Server) route(cmd *command.Command, argv [][]byte) (shard, slot int, crossSlot bool) {
 	shard, slot = -1, -1
 	var buf [8]int // the usual command's key positions: no allocation
-	for _, i := range cmd.AppendKeys(buf[:0], argv) {
+	keys := cmd.AppendKeys(buf[:0], argv)
+	if len(keys) == 0 {
+		return shard, slot, false
+	}
+	perSlot := len(keys) > 1 && s.be.NumShards() > 1
+	for _, i := range keys {
 		sl := slotOf(argv[i])
-		sh := s.be.ShardOfSlot(sl)
-		if shard >= 0 && sh != shard {
+		if slot >= 0 && sl != slot && perSlot {
 			return -1, -1, true
 		}
-		shard, slot = sh, sl
+		shard, slot = s.be.ShardOfSlot(sl), sl
 	}
 	return shard, slot, false
 }
