@@ -46,6 +46,13 @@ type machine struct {
 	// it (apply goroutine only). No reply refers to a batch's slices (the
 	// engine copies what it keeps), so the arena is reset right after.
 	arena decodeArena
+
+	// mig is the shard's slot-move state (migrate.go), guarded by mu like
+	// eng; nil until the shard first takes part in a move.
+	mig *migration
+	// keysOf returns the positions of a command's keys (Config.KeysOf);
+	// nil: the shard cannot check keys and refuses to fence slots.
+	keysOf func(argv [][]byte) []int
 }
 
 // rememberProposed records that data, about to be proposed, encodes b.
@@ -142,6 +149,10 @@ func (m *machine) applyLocked(b *Batch) [][]engine.Reply {
 	}
 	res := make([][]engine.Reply, len(b.Units))
 	for i, u := range b.Units {
+		if refused := m.checkUnit(u); refused != nil {
+			res[i] = refused
+			continue
+		}
 		replies := make([]engine.Reply, len(u))
 		for j, argv := range u {
 			replies[j] = m.execLocked(now, argv)
@@ -176,7 +187,8 @@ func (m *machine) Snapshot() (raft.FSMSnapshot, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	es := snapshotEngine(m.eng)
-	return &fsmSnapshot{hdr: snapshotHeader{LastNow: m.lastNow, Shard: m.shard, Engine: m.eng.Config()}, eng: es}, nil
+	return &fsmSnapshot{hdr: snapshotHeader{LastNow: m.lastNow, Shard: m.shard, Engine: m.eng.Config(),
+		Migration: m.mig.clone()}, eng: es}, nil
 }
 
 // Restore implements raft.FSM: it replaces the engine and lastNow with the
@@ -188,7 +200,7 @@ func (m *machine) Restore(rc io.ReadCloser) error {
 		return fmt.Errorf("fsm: shard %d: restore: %w", m.shard, err)
 	}
 	m.mu.Lock()
-	m.eng, m.lastNow = eng, hdr.LastNow
+	m.eng, m.lastNow, m.mig = eng, hdr.LastNow, hdr.Migration
 	m.mu.Unlock()
 	return nil
 }

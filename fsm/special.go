@@ -20,17 +20,25 @@ import (
 //     Parameter names are case-insensitive; values are parsed and errors
 //     worded exactly as Redis 7 does; all pairs apply or none.
 //
+//   - ASKING (a unit's marker) and RSSLOTS …: slot moves (migrate.go).
+//
 // Other CONFIG SET parameters are not replicated and must not be proposed;
 // if one is, it fails here with Redis's unknown-option error on every
 // replica alike.
 
 // special runs argv if it is one of the FSM's own commands. m.mu is held.
 func (m *machine) special(argv [][]byte) (engine.Reply, bool) {
-	// Most commands are neither: their names are not 5 or 6 bytes long.
-	if len(argv) < 2 || len(argv[0]) != len("DEBUG") && len(argv[0]) != len("CONFIG") {
+	// Most commands are none: their names are not 5, 6 or 7 bytes long.
+	if len(argv) == 0 || len(argv[0]) != len("DEBUG") && len(argv[0]) != len("CONFIG") && len(argv[0]) != len("RSSLOTS") {
 		return nil, false
 	}
 	switch {
+	case isAsking(argv):
+		return engine.OK, true // a unit's ASKING marker (migrate.go)
+	case len(argv) < 2:
+		return nil, false
+	case engine.EqFold(argv[0], "RSSLOTS"):
+		return m.slotCommand(argv[1:]), true
 	case len(argv) == 2 && engine.EqFold(argv[0], "DEBUG") && engine.EqFold(argv[1], "RELOAD"):
 		return m.debugReload(), true
 	case engine.EqFold(argv[0], "CONFIG") && engine.EqFold(argv[1], "SET"):
