@@ -231,7 +231,6 @@ type nopCloser struct{ *bytes.Reader }
 
 func (nopCloser) Close() error { return nil }
 
-
 // TestSnapshotHeaderGolden pins the snapshot header encodings: version 2
 // with slot-move state, and version 1 (written by earlier builds), which
 // must still be read. go test ./fsm -run SnapshotHeaderGolden -update
