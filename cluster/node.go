@@ -56,6 +56,8 @@ type Node struct {
 	// ctrlMu serialises this node's controller proposals (reconfig.go).
 	ctrlMu sync.Mutex
 	disc   *discovery
+	// mig runs the slot moves this node drives (migrate.go).
+	mig    *migrator
 	gossip atomic.Pointer[gossip] // nil without Config.GossipAddr
 
 	// nl is the node's shared Raft log (fsm/nodelog), opened with the
@@ -126,6 +128,8 @@ func Open(cfg Config) (*Node, error) {
 		shutdownCh: make(chan struct{}),
 	}
 	n.health = newHealth(n)
+	n.mig = &migrator{running: map[uint64]context.CancelFunc{}, prog: map[uint64]*moveProgress{},
+		lim: newRateLimiter(cfg.MigrateRate, cfg.MigrateChunk)}
 	n.book.add(n.self)
 	if m.Members != nil {
 		if err := n.refreshSelf(); err != nil {
@@ -276,6 +280,7 @@ func (n *Node) Start(ctx context.Context) error {
 	n.goFunc(n.snapshotLoop)
 	n.goFunc(n.health.loop)
 	n.goFunc(n.reconcileLoop)
+	n.goFunc(n.migrateLoop)
 	if n.cfg.BalanceInterval > 0 {
 		n.goFunc(n.balanceLoop)
 	}
@@ -358,6 +363,7 @@ func (n *Node) openShard(i int) (*localShard, error) {
 	fc.RaftLogger = raftLog
 	fc.Engine = n.cfg.Engine
 	fc.Notify = n.dispatchNotify
+	fc.KeysOf = n.cfg.KeysOf
 	fc.TrailingLogs = n.cfg.TrailingLogs
 	fc.StuckTransferAfter = n.cfg.StuckTransferAfter
 	fc.Now = n.cfg.Now

@@ -25,12 +25,16 @@ import (
 //	        when newer than the requester's Ctrl.
 //	join    a new node asks the controller leader to add it (reconfig.go).
 //	remove  drain and drop node Target (controller leader only).
+//	slots   slot moves and shards (migrate.go, shards.go): a command for a
+//	        shard's leader, a slot-table change for the controller
+//	        leader, or a move driver's status.
 type rpcRequest struct {
 	Op     string   `json:"op"`
 	From   Member   `json:"from"`
 	Known  []Member `json:"known,omitempty"`
 	Ctrl   uint64   `json:"ctrl,omitempty"`
 	Target string   `json:"target,omitempty"`
+	Slots  *slotRPC `json:"slots,omitempty"`
 }
 
 type rpcResponse struct {
@@ -41,6 +45,9 @@ type rpcResponse struct {
 	Leads   []int          `json:"leads,omitempty"`
 	Applied map[int]uint64 `json:"applied,omitempty"`
 	Err     string         `json:"err,omitempty"`
+	// SlotReply and SlotStatus answer the slots op.
+	SlotReply  []string     `json:"slot_reply,omitempty"`
+	SlotStatus []MoveStatus `json:"slot_status,omitempty"`
 }
 
 // discovery is the set of nodes this node has heard of before formation.
@@ -136,6 +143,12 @@ func (n *Node) serveRPC(c net.Conn) {
 		if err := n.ctrlRemove(req.Target); err != nil {
 			res.Err = err.Error()
 		}
+	case "slots":
+		if req.Slots == nil {
+			res.Err = "slots: no request"
+			break
+		}
+		n.serveSlotRPC(req.Slots, &res)
 	default:
 		res.Err = "unknown op " + strconv.Quote(req.Op)
 	}

@@ -133,3 +133,13 @@ func (e *Engine) RestoreKey(data []byte) (string, error) {
 	}
 	panic("unreachable")
 }
+
+// KeySize estimates the bytes key holds (MEMORY USAGE's estimate), 0 if it
+// does not exist: what a slot move sizes its batches by.
+func (e *Engine) KeySize(key string) int64 {
+	v, ok := e.keys[key]
+	if !ok {
+		return 0
+	}
+	return int64(len(key)+mapEntryOverhead) + v.memoryUsage(memorySamplesDefault)
+}

@@ -800,3 +800,35 @@ func (s *Shard) TransitKeys(move uint64) []string {
 	defer s.m.mu.RUnlock()
 	return s.m.transitKeys(move)
 }
+
+// SlotRun is a run of consecutive slots in one mode of one move.
+type SlotRun struct {
+	First, Last int
+	SlotState
+}
+
+// SlotRuns lists this replica's slots that are not simply owned, as runs
+// in slot order (its applied state).
+func (s *Shard) SlotRuns() []SlotRun {
+	s.m.mu.RLock()
+	defer s.m.mu.RUnlock()
+	mg := s.m.mig
+	if mg == nil || mg.special == 0 {
+		return nil
+	}
+	var out []SlotRun
+	for sl := 0; sl < slots.Count; sl++ {
+		mode := mg.mode[sl]
+		if mode == slotOwned {
+			continue
+		}
+		in := mg.info[uint16(sl)]
+		st := SlotState{Mode: slotModeNames[mode], Move: in.move, Peer: in.peer}
+		if k := len(out) - 1; k >= 0 && out[k].Last == sl-1 && out[k].SlotState == st {
+			out[k].Last = sl
+			continue
+		}
+		out = append(out, SlotRun{First: sl, Last: sl, SlotState: st})
+	}
+	return out
+}

@@ -49,9 +49,12 @@ func localHandlers() map[string]localFunc {
 		"cluster|keyslot": cmdClusterKeyslot, "cluster|myid": cmdClusterMyID, "cluster|slots": cmdClusterSlots,
 		"cluster|shards": cmdClusterShards, "cluster|nodes": cmdClusterNodes, "cluster|info": cmdClusterInfo,
 		"cluster|countkeysinslot": cmdClusterCountKeys, "cluster|getkeysinslot": cmdClusterGetKeys,
+		"cluster|setslot": cmdClusterTopology, "cluster|addslots": cmdClusterTopology, "cluster|delslots": cmdClusterTopology,
+		"cluster|addslotsrange": cmdClusterTopology, "cluster|delslotsrange": cmdClusterTopology, "migrate": cmdMigrate,
 		// raftstream administration (admin_cmds.go)
 		"raftstream|status": cmdRaftstreamStatus, "raftstream|transfer-leader": cmdRaftstreamTransferLeader,
 		"raftstream|snapshot": cmdRaftstreamSnapshot, "raftstream|remove-node": cmdRaftstreamRemoveNode,
+		"raftstream|slots": cmdRaftstreamSlots,
 		// command (command_cmd.go)
 		"command": cmdCommand, "command|count": cmdCommandCount, "command|info": cmdCommandInfo,
 		"command|docs": cmdCommandDocs, "command|getkeys": cmdCommandGetKeys, "command|list": cmdCommandList,

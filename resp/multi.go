@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/raftstream/raftstream/engine"
+	"github.com/raftstream/raftstream/fsm"
 	"github.com/raftstream/raftstream/resp/command"
 )
 
@@ -19,6 +20,9 @@ type multiState struct {
 	// of a cluster (or shards): EXEC answers CROSSSLOT, as Redis Cluster
 	// checks the transaction as a whole when it runs.
 	crossSlot bool
+	// asking is set when the keyed commands were sent with ASKING and
+	// routed to the shard importing their slot (asking.go).
+	asking bool
 }
 
 func cmdMulti(s *Server, c *client, _ [][]byte) reply {
@@ -64,7 +68,7 @@ func (s *Server) multiQueue(c *client, r *request) reply {
 	if r.shard >= 0 {
 		switch {
 		case m.shard < 0:
-			m.shard, m.slot = r.shard, r.slot
+			m.shard, m.slot, m.asking = r.shard, r.slot, r.asking
 		case r.shard != m.shard || (r.slot != m.slot && s.be.NumShards() > 1):
 			m.crossSlot = true
 		}
@@ -107,14 +111,23 @@ func cmdExec(s *Server, c *client, _ [][]byte) reply {
 	var wrote futureLike // the unit, once applied, when it writes
 	if len(unit) > 0 {
 		if writes {
+			if m.asking {
+				unit = fsm.AskingUnit(unit)
+			}
 			f := s.be.Submit(shard, unit)
 			rs, err := s.waitUnit(f)
 			if err != nil {
 				return s.mapError(err, m.slot)
 			}
+			if m.asking && len(rs) > 0 {
+				rs, unit = rs[1:], unit[1:]
+			}
+			if r := s.firstRedirect(rs, m.slot); r != nil {
+				return r // the FSM refused the transaction whole
+			}
 			engineReplies, wrote = rs, f
 		} else {
-			rs, er := s.readUnit(c, shard, m.slot, unit)
+			rs, er := s.readUnit(c, shard, m.slot, unit, m.asking)
 			if er != nil {
 				return er
 			}

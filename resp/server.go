@@ -286,17 +286,10 @@ func (s *Server) serve(cn *conn, argvs [][][]byte) {
 	s.runPipeline(c, argvs)
 }
 
-// read runs a read command against the shard's engine.
+// read runs a read command against the shard's engine (or answers where
+// its keys are served: readAsk).
 func (s *Server) read(c *client, shard, slot int, argv [][]byte) reply {
-	var r reply
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.WriteTimeout)
-	defer cancel()
-	now := time.Now().UnixMilli()
-	err := s.be.Read(ctx, shard, c.readonly, func(e *engine.Engine) { r = e.Exec(now, argv) })
-	if err != nil {
-		return s.mapReadError(err, slot)
-	}
-	return r
+	return s.readAsk(c, shard, slot, argv, false)
 }
 
 // futureLike is what waitOne needs from a submitted unit (an *fsm.Future).
@@ -325,7 +318,7 @@ func (s *Server) waitReply(f futureLike, slot, idx, n int) reply {
 	if len(rs) != n {
 		return errorf("ERR internal error: %d replies for %d commands", len(rs), n)
 	}
-	return rs[idx]
+	return s.redirect(rs[idx], slot)
 }
 
 // unitReply maps the outcome of a unit of n commands (waitFutureTimer's)
@@ -337,7 +330,7 @@ func (s *Server) unitReply(rs []engine.Reply, err error, slot, idx, n int) reply
 	if len(rs) != n {
 		return errorf("ERR internal error: %d replies for %d commands", len(rs), n)
 	}
-	return rs[idx]
+	return s.redirect(rs[idx], slot)
 }
 
 // waitFutureTimer waits for f, bounded by WriteTimeout, with the

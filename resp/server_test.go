@@ -39,6 +39,10 @@ type fakeBackend struct {
 		index uint64
 	}
 	reads atomic.Int64 // Read calls
+	// check, if set, is every shard's checker (slot moves, asking_test.go);
+	// moving maps a slot in a move to its [from, to] shards.
+	check  func(shard int, argv [][]byte, asking bool) engine.Reply
+	moving map[int][2]int
 }
 
 func newFakeBackend(shards int) *fakeBackend {

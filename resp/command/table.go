@@ -168,7 +168,15 @@ func init() {
 		&Command{Name: "info", Arity: 2, Flags: FlagStale, Categories: "@slow", Tips: []string{"nondeterministic_output"}, Kind: KindLocal, Group: "cluster", Since: "3.0.0", Summary: "Returns information about the state of a node."},
 		&Command{Name: "countkeysinslot", Arity: 3, Flags: FlagStale, Categories: "@slow", Kind: KindLocal, Group: "cluster", Since: "3.0.0", Summary: "Returns the number of keys in a hash slot."},
 		&Command{Name: "getkeysinslot", Arity: 4, Flags: FlagStale, Categories: "@slow", Tips: []string{"nondeterministic_output"}, Kind: KindLocal, Group: "cluster", Since: "3.0.0", Summary: "Returns the key names in a hash slot."},
+		// Redis's own topology commands: raftstream moves slots itself
+		// (RAFTSTREAM SLOTS MOVE); these answer an error that says so.
+		&Command{Name: "setslot", Arity: -4, Flags: FlagAdmin | FlagStale | FlagNoAsyncLoading, Categories: "@admin @slow @dangerous", Kind: KindLocal, Group: "cluster", Since: "3.0.0", Summary: "Binds a hash slot to a node."},
+		&Command{Name: "addslots", Arity: -3, Flags: FlagAdmin | FlagStale | FlagNoAsyncLoading, Categories: "@admin @slow @dangerous", Kind: KindLocal, Group: "cluster", Since: "3.0.0", Summary: "Assigns new hash slots to a node."},
+		&Command{Name: "delslots", Arity: -3, Flags: FlagAdmin | FlagStale | FlagNoAsyncLoading, Categories: "@admin @slow @dangerous", Kind: KindLocal, Group: "cluster", Since: "3.0.0", Summary: "Sets hash slots as unbound for a node."},
+		&Command{Name: "addslotsrange", Arity: -4, Flags: FlagAdmin | FlagStale | FlagNoAsyncLoading, Categories: "@admin @slow @dangerous", Kind: KindLocal, Group: "cluster", Since: "7.0.0", Summary: "Assigns new hash slot ranges to a node."},
+		&Command{Name: "delslotsrange", Arity: -4, Flags: FlagAdmin | FlagStale | FlagNoAsyncLoading, Categories: "@admin @slow @dangerous", Kind: KindLocal, Group: "cluster", Since: "7.0.0", Summary: "Sets hash slot ranges as unbound for a node."},
 	)
+	add(&Command{Name: "migrate", Arity: -6, Flags: FlagWrite | FlagMovableKeys, First: 3, Last: 3, Step: 1, Categories: "@keyspace @write @slow @dangerous", Tips: []string{"nondeterministic_output"}, Kind: KindLocal, Group: "generic", Since: "2.6.0", Summary: "Atomically transfers a key from one Redis instance to another."})
 	// ---- raftstream administration ----
 	rs := add(&Command{Name: "raftstream", Arity: -2, Categories: "@admin @slow @dangerous", Group: "server", Since: "7.0.0", Summary: "A container for raftstream administration commands."})
 	sub(rs,
@@ -176,6 +184,7 @@ func init() {
 		&Command{Name: "transfer-leader", Arity: -3, Flags: FlagAdmin | FlagNoScript, Categories: "@admin @slow @dangerous", Kind: KindLocal, Group: "server", Since: "7.0.0", Summary: "Hands leadership of a shard led by this node to another replica."},
 		&Command{Name: "snapshot", Arity: -2, Flags: FlagAdmin | FlagNoScript, Categories: "@admin @slow @dangerous", Kind: KindLocal, Group: "server", Since: "7.0.0", Summary: "Takes a Raft snapshot of one or every shard replica hosted on this node."},
 		&Command{Name: "remove-node", Arity: 3, Flags: FlagAdmin | FlagNoScript, Categories: "@admin @slow @dangerous", Kind: KindLocal, Group: "server", Since: "7.0.0", Summary: "Drains a member (its replicas move, its leaderships are handed over) and drops it from the cluster."},
+		&Command{Name: "slots", Arity: -3, Flags: FlagAdmin | FlagNoScript | FlagStale, Categories: "@admin @slow @dangerous", Kind: KindLocal, Group: "server", Since: "7.0.0", Summary: "Moves hash slots between shards online (MOVE first-last shard) and reports the moves in flight (STATUS)."},
 	)
 	command := add(&Command{Name: "command", Arity: -1, Flags: fHelp, Categories: "@slow @connection", Tips: []string{"nondeterministic_output_order"}, Kind: KindLocal, Group: "server", Since: "2.8.13", Summary: "Returns detailed information about all commands."})
 	sub(command,

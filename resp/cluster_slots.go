@@ -1,0 +1,111 @@
+package resp
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/raftstream/raftstream/engine"
+	"github.com/raftstream/raftstream/slots"
+)
+
+// Moving slots between shards (used by `raftstream slots move|status`):
+//
+//	RAFTSTREAM SLOTS MOVE <first>-<last>|<slot> <shard>
+//	    record moves of the slots to shard (one per run of slots with the
+//	    same owner); replies the moves' IDs, an empty array when the slots
+//	    are already the shard's. Any node accepts it (it goes to the
+//	    controller leader); the moves run in the background.
+//	RAFTSTREAM SLOTS STATUS
+//	    the slot map's epoch and the moves in flight, each with its
+//	    progress as its driver (the source shard's leader) reports it.
+//
+// Redis's own topology commands (CLUSTER SETSLOT, ADDSLOTS, DELSLOTS,
+// ADDSLOTSRANGE, DELSLOTSRANGE, MIGRATE) answer an error naming these.
+
+var errTopologyCommand = errorf("ERR raftstream assigns slots itself and moves them online with RAFTSTREAM SLOTS MOVE <first>-<last> <shard> (see RAFTSTREAM SLOTS STATUS)")
+
+func cmdClusterTopology(s *Server, c *client, argv [][]byte) reply { return errTopologyCommand }
+
+func cmdMigrate(s *Server, c *client, argv [][]byte) reply {
+	return errorf("ERR MIGRATE is not supported: raftstream moves keys with their slots, online: RAFTSTREAM SLOTS MOVE <first>-<last> <shard>")
+}
+
+// slotsMoveTimeout bounds recording a move with the controller.
+const slotsMoveTimeout = 15 * time.Second
+
+func cmdRaftstreamSlots(s *Server, c *client, argv [][]byte) reply {
+	switch strings.ToUpper(string(argv[2])) {
+	case "MOVE":
+		if len(argv) != 5 {
+			return errorf("ERR wrong number of arguments for 'raftstream|slots|move' command")
+		}
+		r, er := slotRangeArg(argv[3])
+		if er != nil {
+			return er
+		}
+		to, ok := engine.ParseInt(argv[4])
+		if !ok || to < 0 || to >= int64(s.be.NumShards()) {
+			return errorf("ERR invalid shard '%s'", argv[4])
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), slotsMoveTimeout)
+		defer cancel()
+		ids, err := s.be.MoveSlots(ctx, r, int(to))
+		if err != nil {
+			return errorf("ERR slots move: %s", oneLine(err))
+		}
+		out := engine.Array{}
+		for _, id := range ids {
+			out = append(out, engine.Integer(int64(id)))
+		}
+		return out
+	case "STATUS":
+		if len(argv) != 3 {
+			return errorf("ERR wrong number of arguments for 'raftstream|slots|status' command")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		moves := engine.Array{}
+		for _, m := range s.be.SlotsStatus(ctx) {
+			moves = append(moves, engine.Map{
+				engine.Bulk("id"), engine.Integer(int64(m.ID)),
+				engine.Bulk("slots"), engine.Bulk(slotsText(m.First, m.Last)),
+				engine.Bulk("from"), engine.Integer(m.From),
+				engine.Bulk("to"), engine.Integer(m.To),
+				engine.Bulk("phase"), engine.Bulk(m.Phase),
+				engine.Bulk("keys-moved"), engine.Integer(m.KeysMoved),
+				engine.Bulk("bytes-moved"), engine.Integer(m.BytesMoved),
+				engine.Bulk("keys-left"), engine.Integer(m.KeysLeft),
+				engine.Bulk("driver"), engine.Bulk(m.Driver),
+				engine.Bulk("error"), engine.Bulk(m.Err),
+			})
+		}
+		return engine.Map{
+			engine.Bulk("epoch"), engine.Integer(int64(s.be.Topology().SlotEpoch)),
+			engine.Bulk("moves"), moves,
+		}
+	}
+	return errorf("ERR unknown subcommand '%s'. Try RAFTSTREAM SLOTS MOVE <first>-<last> <shard> or RAFTSTREAM SLOTS STATUS.", argv[2])
+}
+
+// slotRangeArg parses "first-last" or a single slot.
+func slotRangeArg(b []byte) (slots.Range, *errReply) {
+	first, last, isRange := strings.Cut(string(b), "-")
+	if !isRange {
+		last = first
+	}
+	f, err1 := strconv.Atoi(first)
+	l, err2 := strconv.Atoi(last)
+	if err1 != nil || err2 != nil || f < 0 || l >= slots.Count || l < f {
+		return slots.Range{}, errorf("ERR invalid slot range '%s' (first-last, 0-%d)", b, slots.Count-1)
+	}
+	return slots.Range{First: f, Last: l}, nil
+}
+
+func slotsText(first, last int) string {
+	if first == last {
+		return strconv.Itoa(first)
+	}
+	return strconv.Itoa(first) + "-" + strconv.Itoa(last)
+}
