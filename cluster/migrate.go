@@ -607,8 +607,23 @@ func (n *Node) serveSlotRPC(req *slotRPC, res *rpcResponse) {
 }
 
 // toController sends req to the controller leader: this node if it leads
-// the controller, else each member until one accepts.
+// the controller, else each member until one accepts; while none leads it
+// (an election), again every 100 ms until ctx ends.
 func (n *Node) toController(ctx context.Context, req slotRPC) ([]string, error) {
+	for {
+		out, err := n.toControllerOnce(ctx, req)
+		if err == nil || err.Error() != errNotCtrlLeader.Error() {
+			return out, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w (%v)", err, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (n *Node) toControllerOnce(ctx context.Context, req slotRPC) ([]string, error) {
 	out, err := n.ctrlSlots(&req)
 	if !errors.Is(err, errNotCtrlLeader) {
 		return out, err

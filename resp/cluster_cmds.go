@@ -3,6 +3,7 @@ package resp
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -246,25 +247,42 @@ func slotArg(b []byte) (int, *errReply) {
 	return int(n), nil
 }
 
-// slotKeys reads the keys of slot from the engine's slot index on the shard
-// that owns it here: how many, and (count >= 0) up to count of them in byte
-// order. A shard led elsewhere answers MOVED, as any key of the slot would.
+// slotKeys reads the keys of slot this node holds, as Redis counts a node's
+// own keys: those of the shards it leads (every shard it hosts, on a
+// READONLY connection) that may hold keys of the slot — its owner, and
+// both sides of a move in flight. It returns how many, and (count >= 0) up
+// to count of them in byte order. A node holding none answers 0.
 func (s *Server) slotKeys(c *client, slot, count int) (int, []string, reply) {
-	sh := s.be.ShardOfSlot(slot)
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.WriteTimeout)
-	defer cancel()
-	var n int
-	var keys []string
-	err := s.be.Read(ctx, sh, c.readonly, func(e *engine.Engine) {
-		n = e.CountKeysInSlot(slot)
-		if count >= 0 {
-			keys = e.KeysInSlot(slot, count)
-		}
-	})
-	if err != nil {
-		return 0, nil, s.mapReadError(err, slot)
+	cands := []int{s.be.ShardOfSlot(slot)}
+	if from, to, ok := s.be.SlotMoving(slot); ok {
+		cands = append(cands, from, to)
 	}
-	return n, keys, nil
+	local := s.localShards(c)
+	total := 0
+	var keys []string
+	seen := map[int]bool{}
+	for _, sh := range cands {
+		if seen[sh] || !slices.Contains(local, sh) {
+			continue
+		}
+		seen[sh] = true
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.WriteTimeout)
+		err := s.be.Read(ctx, sh, c.readonly, func(e *engine.Engine) {
+			total += e.CountKeysInSlot(slot)
+			if count >= 0 {
+				keys = append(keys, e.KeysInSlot(slot, count)...)
+			}
+		})
+		cancel()
+		if err != nil {
+			return 0, nil, s.mapReadError(err, slot)
+		}
+	}
+	sort.Strings(keys)
+	if count >= 0 && len(keys) > count {
+		keys = keys[:count]
+	}
+	return total, keys, nil
 }
 
 func cmdClusterCountKeys(s *Server, c *client, argv [][]byte) reply {

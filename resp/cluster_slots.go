@@ -18,8 +18,9 @@ import (
 //	    are already the shard's. Any node accepts it (it goes to the
 //	    controller leader); the moves run in the background.
 //	RAFTSTREAM SLOTS STATUS
-//	    the slot map's epoch and the moves in flight, each with its
-//	    progress as its driver (the source shard's leader) reports it.
+//	    the slot map's epoch, the moves in flight, each with its progress
+//	    as its driver (the source shard's leader) reports it, and the map
+//	    itself: [first, last, shard] per run of slots, in slot order.
 //
 // Redis's own topology commands (CLUSTER SETSLOT, ADDSLOTS, DELSLOTS,
 // ADDSLOTSRANGE, DELSLOTSRANGE, MIGRATE) answer an error naming these.
@@ -81,9 +82,15 @@ func cmdRaftstreamSlots(s *Server, c *client, argv [][]byte) reply {
 				engine.Bulk("error"), engine.Bulk(m.Err),
 			})
 		}
+		top := s.be.Topology()
+		runs := engine.Array{}
+		for _, r := range top.Slots {
+			runs = append(runs, engine.Array{engine.Integer(r.First), engine.Integer(r.Last), engine.Integer(r.Shard)})
+		}
 		return engine.Map{
-			engine.Bulk("epoch"), engine.Integer(int64(s.be.Topology().SlotEpoch)),
+			engine.Bulk("epoch"), engine.Integer(int64(top.SlotEpoch)),
 			engine.Bulk("moves"), moves,
+			engine.Bulk("map"), runs,
 		}
 	}
 	return errorf("ERR unknown subcommand '%s'. Try RAFTSTREAM SLOTS MOVE <first>-<last> <shard> or RAFTSTREAM SLOTS STATUS.", argv[2])

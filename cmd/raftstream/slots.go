@@ -130,7 +130,7 @@ func slotStatus(c *wire.Client) (int64, []map[string]any, error) {
 		return 0, nil, err
 	}
 	top, ok := v.([]any)
-	if !ok || len(top) != 4 {
+	if !ok || len(top) < 4 {
 		return 0, nil, errors.New("unexpected RAFTSTREAM SLOTS STATUS reply")
 	}
 	epoch, _ := top[1].(int64)
