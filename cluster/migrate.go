@@ -459,18 +459,61 @@ func (n *Node) flipMove(ctx context.Context, mv SlotMove) error {
 	if err != nil {
 		return err
 	}
-	// Wait until this node has adopted the flipped map (bounded).
+	// Wait until this node has adopted the flipped map.
+	var epoch uint64
 	for ctx.Err() == nil {
 		v := n.slots.Load()
 		if _, in := v.moveByID(mv.ID); !in && v.m.Shard(mv.First) == mv.To {
-			return nil
+			epoch = v.epoch
+			break
 		}
 		select {
 		case <-ctx.Done():
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	return ctx.Err()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	n.awaitSlotEpoch(ctx, epoch, flipSpread)
+	return nil
+}
+
+// flipSpread bounds how long a driver waits, after the controller flipped
+// a move, for every member to route by the new map before it tells the
+// source DONE. Until then the source answers ASK, which a client follows
+// whatever map its node has; MOVED to the target sent to a node that still
+// routes the slot to the source would send the client back and forth.
+const flipSpread = 10 * time.Second
+
+// awaitSlotEpoch waits until every member that answers has a slot map of
+// epoch at least e, or d has passed (a member down meanwhile is not waited
+// for: it adopts the map when it comes back, before it serves).
+func (n *Node) awaitSlotEpoch(ctx context.Context, e uint64, d time.Duration) {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		behind := false
+		for _, mb := range n.st.Load().members.Nodes {
+			if mb.ID == n.id {
+				continue
+			}
+			cctx, cancel := context.WithTimeout(ctx, time.Second)
+			res, err := n.call(cctx, mb.Bus, rpcRequest{Op: "slots", From: n.self, Slots: &slotRPC{Op: "epoch"}})
+			cancel()
+			if err == nil && len(res.SlotReply) == 1 {
+				if got, _ := strconv.ParseUint(res.SlotReply[0], 10, 64); got < e {
+					behind = true
+				}
+			}
+		}
+		if !behind {
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // slotCmd runs "RSSLOTS sub move args..." on shard's leader (here or on the
@@ -596,6 +639,8 @@ func (n *Node) serveSlotRPC(req *slotRPC, res *rpcResponse) {
 		res.SlotReply = replyStrings(r)
 	case "status":
 		res.SlotStatus = n.localMoveStatus()
+	case "epoch":
+		res.SlotReply = []string{strconv.FormatUint(n.SlotEpoch(), 10)}
 	default:
 		out, err := n.ctrlSlots(req)
 		if err != nil {
@@ -632,7 +677,6 @@ func (n *Node) toControllerOnce(ctx context.Context, req slotRPC) ([]string, err
 	if st.members == nil {
 		return nil, errors.New("cluster: not formed")
 	}
-	last := err
 	for _, mb := range st.members.Nodes {
 		if mb.ID == n.id {
 			continue
@@ -640,15 +684,15 @@ func (n *Node) toControllerOnce(ctx context.Context, req slotRPC) ([]string, err
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		res, err := n.call(cctx, mb.Bus, rpcRequest{Op: "slots", From: n.self, Slots: &req})
 		cancel()
-		if err == nil {
+		switch {
+		case err == nil:
 			return res.SlotReply, nil
+		case res.Self.ID != "" && err.Error() != errNotCtrlLeader.Error():
+			return nil, err // the controller leader refused the request
 		}
-		if err.Error() != errNotCtrlLeader.Error() {
-			return nil, err
-		}
-		last = err
+		// Not the leader, or not reachable (down, partitioned): the next.
 	}
-	return nil, last
+	return nil, errNotCtrlLeader
 }
 
 // ctrlSlots changes the slot table on the controller leader.

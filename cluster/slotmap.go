@@ -166,11 +166,32 @@ func (n *Node) publishSlots(members *Membership) {
 }
 
 // ShardOfSlot is part of what the RESP server needs: the shard owning slot
-// in this node's copy of the slot map.
-func (n *Node) ShardOfSlot(slot int) int { return n.slots.Load().m.Shard(slot) }
+// in this node's copy of the slot map — except that a slot this copy shows
+// moving to a shard this node leads, whose log has already taken the slot
+// over (IMPORTED), goes to that shard: the controller has flipped the map
+// or is about to, and this node's copy lags. Routing it to the source would
+// send clients to the source's leader, whose newer map sends them back
+// here (a MOVED loop for as long as this node's copy lags).
+func (n *Node) ShardOfSlot(slot int) int {
+	v := n.slots.Load()
+	owner := v.m.Shard(slot)
+	if v.moving[slot/64]&(1<<(slot%64)) != 0 {
+		if mv, ok := v.move(slot); ok && n.tookOver(mv) {
+			return mv.To
+		}
+	}
+	return owner
+}
+
+// tookOver reports whether this node leads mv's target shard and that
+// shard's log has completed mv's import.
+func (n *Node) tookOver(mv SlotMove) bool {
+	ls := n.shard(mv.To)
+	return ls != nil && ls.s.IsLeader() && ls.s.Imported(mv.ID)
+}
 
 // ShardOfKey returns the shard owning key's slot.
-func (n *Node) ShardOfKey(key []byte) int { return n.slots.Load().m.ShardOfKey(key) }
+func (n *Node) ShardOfKey(key []byte) int { return n.ShardOfSlot(slots.Of(key)) }
 
 // SlotMoving reports the move in flight slot belongs to, if any: its
 // source and target shards (part of what the RESP server needs, for ASKING).

@@ -832,3 +832,11 @@ func (s *Shard) SlotRuns() []SlotRun {
 	}
 	return out
 }
+
+// Imported reports whether this replica's log has completed the import of
+// move (IMPORTED applied).
+func (s *Shard) Imported(move uint64) bool {
+	s.m.mu.RLock()
+	defer s.m.mu.RUnlock()
+	return s.m.mig != nil && s.m.mig.imported[move]
+}

@@ -45,12 +45,18 @@ func (s *Server) redirect(r reply, slot int) reply {
 	}
 	switch rd.Kind {
 	case fsm.RedirectAsk, fsm.RedirectMoved:
-		addr := s.shardLeaderAddr(rd.Shard)
+		addr, self := s.shardLeaderAddr(rd.Shard)
 		if addr == "" || slot < 0 {
 			return errTryAgainLeader
 		}
 		if rd.Kind == fsm.RedirectAsk {
 			return errorf("ASK %d %s", slot, addr)
+		}
+		if self && s.be.ShardOfSlot(slot) != rd.Shard {
+			// This node leads the new owner but routes the slot by a map
+			// that predates the move: MOVED here would bring the client
+			// straight back. Its map catches up within a poll.
+			return errTryAgainMoving
 		}
 		return errorf("MOVED %d %s", slot, addr)
 	}
@@ -60,16 +66,17 @@ func (s *Server) redirect(r reply, slot int) reply {
 	return errTryAgainMoving
 }
 
-// shardLeaderAddr is the RESP address of shard's leader, "" if unknown.
-func (s *Server) shardLeaderAddr(shard int) string {
+// shardLeaderAddr is the RESP address of shard's leader ("" if unknown),
+// and whether that is this node.
+func (s *Server) shardLeaderAddr(shard int) (string, bool) {
 	top := s.be.Topology()
 	if shard < 0 || shard >= len(top.Shards) {
-		return ""
+		return "", false
 	}
 	if n, ok := nodeByID(top, top.Shards[shard].Leader); ok {
-		return fmt.Sprintf("%s:%d", n.Host, n.Port)
+		return fmt.Sprintf("%s:%d", n.Host, n.Port), n.ID == top.MyID
 	}
-	return ""
+	return "", false
 }
 
 // askRoute applies the connection's ASKING flag to r, a command just

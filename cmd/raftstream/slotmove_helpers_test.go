@@ -101,7 +101,22 @@ func moveSlot(addr string, slot, to int) ([]int64, error) {
 // waitSlotOwner waits until every node of addrs reports no move in flight
 // and slot owned by shard, and every shard of the map has a leader.
 func waitSlotOwner(ctx context.Context, addrs []string, slot, shard int) error {
+	return waitSlotOwnerLog(ctx, addrs, slot, shard, nil)
+}
+
+// waitSlotOwnerLog is waitSlotOwner; every 5 s it passes logf what
+// RAFTSTREAM SLOTS STATUS says of the moves in flight.
+func waitSlotOwnerLog(ctx context.Context, addrs []string, slot, shard int, logf func(string, ...any)) error {
+	next := time.Now().Add(5 * time.Second)
 	for {
+		if logf != nil && time.Now().After(next) {
+			next = time.Now().Add(5 * time.Second)
+			for _, a := range addrs {
+				if v, err := rsCall(a, "RAFTSTREAM", "SLOTS", "STATUS"); err == nil {
+					logf("slot %d still moving; %s says %v", slot, a, v)
+				}
+			}
+		}
 		ok := true
 		var last string
 		for _, a := range addrs {
