@@ -33,7 +33,9 @@ type Membership struct {
 	// Nodes sorted by ID.
 	Nodes []Member `json:"nodes"`
 	// Shards[i] lists the node IDs of shard i's voters. Shards[i][0] is the
-	// preferred leader, which the balancer moves leadership to.
+	// preferred leader, which the balancer moves leadership to. Shards are
+	// numbered for life: a shard added later is appended, a retired one
+	// (shards.go) keeps its number with no replicas.
 	Shards [][]string `json:"shards"`
 	// Epoch increases with every change of the membership (1 at formation).
 	Epoch uint64 `json:"epoch"`
@@ -112,10 +114,12 @@ func (m *Membership) servers(i int) []raft.Server {
 	return out
 }
 
-// check verifies the invariants of a Membership loaded from disk.
+// check verifies the invariants of a Membership loaded from disk; shards
+// is the count the cluster was formed with (shards are added, never
+// renumbered).
 func (m *Membership) check(shards int) error {
-	if len(m.Shards) != shards {
-		return fmt.Errorf("membership has %d shards, want %d", len(m.Shards), shards)
+	if len(m.Shards) < shards {
+		return fmt.Errorf("membership has %d shards, want at least %d", len(m.Shards), shards)
 	}
 	resp, bus := map[string]string{}, map[string]string{}
 	for _, n := range m.Nodes {
@@ -128,9 +132,8 @@ func (m *Membership) check(shards int) error {
 		resp[n.RESPAddr()], bus[n.Bus] = n.ID, n.ID
 	}
 	for i, rs := range m.Shards {
-		if len(rs) == 0 {
-			return fmt.Errorf("shard %d has no replicas", i)
-		}
+		// A shard with no replicas is retired (shards.go); checkSlots
+		// makes sure no slot is assigned to one.
 		for _, id := range rs {
 			if _, ok := m.Node(id); !ok {
 				return fmt.Errorf("shard %d replica %s is not a member", i, id)

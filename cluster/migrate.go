@@ -138,6 +138,7 @@ func (n *Node) migrateOnce() {
 	}
 	n.mig.mu.Unlock()
 	n.finishMoves(view)
+	n.freshShards()
 }
 
 func (mg *migrator) stopAll() {

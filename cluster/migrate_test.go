@@ -3,6 +3,8 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -228,4 +230,84 @@ func entryID(r engine.Reply) string {
 		}
 	}
 	return fmt.Sprint(r)
+}
+
+// TestShardAddMoveRemove adds a shard to a 3-node cluster of 2 shards, moves
+// a slot range holding streams to it and back, and retires it: the added
+// shard elects a leader from its recorded voters, owns nothing until the
+// move, takes keys and serves them, cannot be removed while it owns slots,
+// and once retired every node has closed and deleted its replica.
+func TestShardAddMoveRemove(t *testing.T) {
+	tc := startCluster(t, 3, 2, func(c *Config) {
+		c.KeysOf = testKeysOf
+		c.MigrateRate = -1
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), workBudget)
+	defer cancel()
+	shard, err := tc.nodes[1].AddShard(ctx, nil)
+	if err != nil || shard != 2 {
+		t.Fatalf("AddShard = %d, %v", shard, err)
+	}
+	waitFor(t, ctx, "the added shard's leader", func() bool { return tc.leaderOf(2) != nil })
+	for _, n := range tc.nodes {
+		waitFor(t, ctx, "every node hosting the added shard", func() bool { return n.shard(2) != nil })
+	}
+	if top := tc.nodes[0].Topology(); len(top.Shards) != 3 || len(top.Shards[2].Slots) != 0 {
+		t.Fatalf("after ADD: %d shards, shard 2 slots %v", len(top.Shards), top.Shards[2].Slots)
+	}
+	r := slots.Range{First: 100, Last: 199}
+	var keys []string
+	for i := 0; i < 5; i++ {
+		k := "{" + tagInRange(r, i) + "}s"
+		keys = append(keys, k)
+		for j := 0; j < 20; j++ {
+			if _, err := tc.submitKey(ctx, k, "XADD", k, "*", "f", "v"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	moveAndWait := func(to int) {
+		t.Helper()
+		if _, err := tc.nodes[0].MoveSlots(ctx, r, to); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, ctx, fmt.Sprintf("slots %d-%d on shard %d", r.First, r.Last, to), func() bool {
+			for _, n := range tc.nodes {
+				if n.ShardOfSlot(r.First) != to || len(n.SlotMoves()) != 0 {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	moveAndWait(2)
+	if err := tc.nodes[2].RemoveShard(ctx, 2); err == nil || !strings.Contains(err.Error(), "keys") {
+		t.Fatalf("RemoveShard of a shard holding keys: %v", err)
+	}
+	for _, k := range keys {
+		if rep, err := tc.submitKey(ctx, k, "XLEN", k); err != nil || rep != engine.Integer(20) {
+			t.Fatalf("XLEN %s on the added shard: %v %v", k, rep, err)
+		}
+	}
+	moveAndWait(0)
+	if err := tc.nodes[2].RemoveShard(ctx, 2); err != nil {
+		t.Fatalf("RemoveShard: %v", err)
+	}
+	for _, n := range tc.nodes {
+		waitFor(t, ctx, "the retired shard's replica closed", func() bool { return n.shard(2) == nil })
+		if _, err := os.Stat(filepath.Join(n.dir, "shards", "2")); !os.IsNotExist(err) {
+			t.Errorf("%s still has the retired shard's directory: %v", n.ID(), err)
+		}
+	}
+	if err := tc.nodes[0].RemoveShard(ctx, 2); err == nil {
+		t.Fatal("a retired shard was removed twice")
+	}
+	if _, err := tc.nodes[0].MoveSlots(ctx, r, 2); err == nil {
+		t.Fatal("slots moved to a retired shard")
+	}
+	for _, k := range keys {
+		if rep, err := tc.submitKey(ctx, k, "XLEN", k); err != nil || rep != engine.Integer(20) {
+			t.Fatalf("XLEN %s after moving back: %v %v", k, rep, err)
+		}
+	}
 }

@@ -322,7 +322,7 @@ func (n *Node) setMembers(members *Membership) error {
 // the empty ones with the recorded initial configuration. A replica placed
 // here later is never bootstrapped: its leader adds it and replicates to it.
 func (n *Node) openShards(members *Membership) error {
-	shards := make([]*localShard, n.nShards)
+	shards := make([]*localShard, len(members.Shards))
 	for i := range shards {
 		if !members.Hosts(i, n.id) {
 			continue
@@ -596,7 +596,7 @@ func (n *Node) remoteLeader(shard int) error {
 		return &fsm.NotLeaderError{}
 	}
 	id := n.health.leaderOf(shard)
-	if id == "" {
+	if id == "" && len(st.members.Shards[shard]) > 0 {
 		id = st.members.Shards[shard][0]
 	}
 	m, ok := st.members.Node(id)

@@ -329,14 +329,18 @@ func (n *Node) reconcileLocal() {
 	if m == nil {
 		return
 	}
-	for i := 0; i < n.nShards; i++ {
+	for i := 0; i < len(m.Shards); i++ {
 		select {
 		case <-n.shutdownCh:
 			return
 		default:
 		}
 		want := m.Hosts(i, n.id)
-		ls := st.shards[i]
+		ls := st.local(i)
+		if len(m.Shards[i]) == 0 {
+			n.retireLocal(i, ls) // shards.go
+			continue
+		}
 		switch {
 		case want && ls == nil:
 			nls, err := n.openShard(i)
@@ -409,6 +413,10 @@ func (n *Node) leftBehind(i int, ls *localShard) bool {
 func (n *Node) setShard(i int, ls *localShard) {
 	n.updateState(func(old *state) *state {
 		shards := slices.Clone(old.shards)
+		if i >= len(shards) {
+			// A shard added since the slice was made (shards.go).
+			shards = append(shards, make([]*localShard, i+1-len(shards))...)
+		}
 		shards[i] = ls
 		return &state{members: old.members, shards: shards}
 	})

@@ -34,6 +34,9 @@ type SlotTable struct {
 	Moves []SlotMove `json:"moves,omitempty"`
 	// NextMove is the ID the next move gets (IDs are never reused).
 	NextMove uint64 `json:"next_move,omitempty"`
+	// Fresh lists the shards added and not led yet, with the voters they
+	// are bootstrapped with (shards.go).
+	Fresh []FreshShard `json:"fresh,omitempty"`
 }
 
 // SlotMove is one slot range moving from shard From to shard To.
@@ -53,6 +56,10 @@ func (t *SlotTable) clone() *SlotTable {
 	c := *t
 	c.Runs = slices.Clone(t.Runs)
 	c.Moves = slices.Clone(t.Moves)
+	c.Fresh = slices.Clone(t.Fresh)
+	for i := range c.Fresh {
+		c.Fresh[i].Servers = slices.Clone(t.Fresh[i].Servers)
+	}
 	return &c
 }
 
@@ -62,7 +69,8 @@ func (t *SlotTable) equal(o *SlotTable) bool {
 	if t == nil || o == nil {
 		return t == o
 	}
-	return t.Epoch == o.Epoch && t.NextMove == o.NextMove && slices.Equal(t.Runs, o.Runs) && slices.Equal(t.Moves, o.Moves)
+	return t.Epoch == o.Epoch && t.NextMove == o.NextMove && slices.Equal(t.Runs, o.Runs) && slices.Equal(t.Moves, o.Moves) &&
+		slices.EqualFunc(t.Fresh, o.Fresh, func(a, b FreshShard) bool { return a.Shard == b.Shard && slices.Equal(a.Servers, b.Servers) })
 }
 
 // slotTable returns m's slot table, materializing the default (contiguous
@@ -106,6 +114,11 @@ func (m *Membership) checkSlots() error {
 				return fmt.Errorf("slot %d is in two moves", s)
 			}
 			moving[s] = true
+		}
+	}
+	for _, f := range t.Fresh {
+		if !live(f.Shard) || len(f.Servers) == 0 {
+			return fmt.Errorf("bad added shard %+v", f)
 		}
 	}
 	return nil

@@ -40,6 +40,14 @@ func (b *fakeBackend) MoveSlots(ctx context.Context, r slots.Range, to int) ([]u
 
 func (b *fakeBackend) SlotsStatus(ctx context.Context) []cluster.MoveStatus { return nil }
 
+func (b *fakeBackend) AddShard(ctx context.Context, nodes []string) (int, error) {
+	return 0, errors.New("no controller")
+}
+
+func (b *fakeBackend) RemoveShard(ctx context.Context, shard int) error {
+	return errors.New("no controller")
+}
+
 // TestRedirectReplies: the FSM's redirects become Redis's -ASK, -MOVED and
 // -TRYAGAIN with the address of the named shard's leader, for reads
 // (checked under the read) and transactions.

@@ -84,4 +84,9 @@ type Backend interface {
 	MoveSlots(ctx context.Context, r slots.Range, to int) ([]uint64, error)
 	// SlotsStatus lists the moves in flight with their drivers' progress.
 	SlotsStatus(ctx context.Context) []cluster.MoveStatus
+	// AddShard adds a shard (a Raft group) on nodes, or where the
+	// controller places it, and returns its number.
+	AddShard(ctx context.Context, nodes []string) (int, error)
+	// RemoveShard retires an empty shard that owns no slot.
+	RemoveShard(ctx context.Context, shard int) error
 }

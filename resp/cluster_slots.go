@@ -2,6 +2,7 @@ package resp
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -115,4 +116,62 @@ func slotsText(first, last int) string {
 		return strconv.Itoa(first)
 	}
 	return strconv.Itoa(first) + "-" + strconv.Itoa(last)
+}
+
+// semFor is shard's in-flight permits (Config.MaxInFlight), made on first
+// use: shards are added while the server runs (RAFTSTREAM SHARD ADD).
+func (s *Server) semFor(shard int) chan struct{} {
+	if sems := *s.sems.Load(); shard < len(sems) && sems[shard] != nil {
+		return sems[shard]
+	}
+	s.semMu.Lock()
+	defer s.semMu.Unlock()
+	sems := slices.Clone(*s.sems.Load())
+	if shard >= len(sems) {
+		sems = append(sems, make([]chan struct{}, shard+1-len(sems))...)
+	}
+	if sems[shard] == nil {
+		sems[shard] = make(chan struct{}, s.cfg.MaxInFlight)
+	}
+	s.sems.Store(&sems)
+	return sems[shard]
+}
+
+// Shards (used by `raftstream shard add|remove`):
+//
+//	RAFTSTREAM SHARD ADD [node-id ...]
+//	    add a shard (a new Raft group) on the nodes given, or where the
+//	    controller places it; it owns no slots until moves give it some.
+//	    Replies the new shard's number.
+//	RAFTSTREAM SHARD REMOVE <shard>
+//	    retire a shard that owns no slot, takes part in no move and holds
+//	    no key.
+func cmdRaftstreamShard(s *Server, c *client, argv [][]byte) reply {
+	ctx, cancel := context.WithTimeout(context.Background(), slotsMoveTimeout)
+	defer cancel()
+	switch strings.ToUpper(string(argv[2])) {
+	case "ADD":
+		var nodes []string
+		for _, a := range argv[3:] {
+			nodes = append(nodes, string(a))
+		}
+		shard, err := s.be.AddShard(ctx, nodes)
+		if err != nil {
+			return errorf("ERR shard add: %s", oneLine(err))
+		}
+		return engine.Integer(shard)
+	case "REMOVE":
+		if len(argv) != 4 {
+			return errorf("ERR wrong number of arguments for 'raftstream|shard|remove' command")
+		}
+		shard, er := s.shardArg(argv[3])
+		if er != nil {
+			return er
+		}
+		if err := s.be.RemoveShard(ctx, shard); err != nil {
+			return errorf("ERR shard remove: %s", oneLine(err))
+		}
+		return engine.OK
+	}
+	return errorf("ERR unknown subcommand '%s'. Try RAFTSTREAM SHARD ADD [node-id ...] or RAFTSTREAM SHARD REMOVE <shard>.", argv[2])
 }

@@ -54,7 +54,7 @@ func localHandlers() map[string]localFunc {
 		// raftstream administration (admin_cmds.go)
 		"raftstream|status": cmdRaftstreamStatus, "raftstream|transfer-leader": cmdRaftstreamTransferLeader,
 		"raftstream|snapshot": cmdRaftstreamSnapshot, "raftstream|remove-node": cmdRaftstreamRemoveNode,
-		"raftstream|slots": cmdRaftstreamSlots,
+		"raftstream|slots": cmdRaftstreamSlots, "raftstream|shard": cmdRaftstreamShard,
 		// command (command_cmd.go)
 		"command": cmdCommand, "command|count": cmdCommandCount, "command|info": cmdCommandInfo,
 		"command|docs": cmdCommandDocs, "command|getkeys": cmdCommandGetKeys, "command|list": cmdCommandList,

@@ -173,7 +173,7 @@ func (p *pipeline) submitRun() {
 	// shard's queue. Never block while holding permits (answer the
 	// submitted writes first), so connections cannot deadlock on each
 	// other.
-	sem := p.s.sem[p.runShard]
+	sem := p.s.semFor(p.runShard)
 	select {
 	case sem <- struct{}{}:
 	default:

@@ -84,13 +84,14 @@ type Server struct {
 	clients map[int64]*client
 	conf    map[string]string // local CONFIG SET values
 
-	acl      *acl.Store               // users (acl.go)
-	aclLog   acl.Log                  // ACL LOG
-	aclSync  aclSync                  // replay of replicated ACL changes (acl_repl.go)
-	mem      atomic.Pointer[memWatch] // maxmemory verdict (limits.go); nil = no limit
-	buf      bufLimits                // client query/output buffer limits (limits_buf.go)
-	fwd      *forwarder               // nil unless Config.Forwarding
-	sem      []chan struct{}          // per shard: pipelined writes in flight (MaxInFlight)
+	acl      *acl.Store                      // users (acl.go)
+	aclLog   acl.Log                         // ACL LOG
+	aclSync  aclSync                         // replay of replicated ACL changes (acl_repl.go)
+	mem      atomic.Pointer[memWatch]        // maxmemory verdict (limits.go); nil = no limit
+	buf      bufLimits                       // client query/output buffer limits (limits_buf.go)
+	fwd      *forwarder                      // nil unless Config.Forwarding
+	sems     atomic.Pointer[[]chan struct{}] // per shard: pipelined writes in flight (MaxInFlight); semFor
+	semMu    sync.Mutex                      // serialises growing sems
 	waiters  *waiters
 	nBlocked atomic.Int64 // connections currently waiting in a blocking read
 	cmdm     *cmdMetrics  // per-command counts and latencies (metrics_cmds.go)
@@ -132,10 +133,7 @@ func New(be Backend, cfg Config) *Server {
 	if cfg.Forwarding {
 		s.fwd = newForwarder(cfg.RequirePass)
 	}
-	s.sem = make([]chan struct{}, be.NumShards())
-	for i := range s.sem {
-		s.sem[i] = make(chan struct{}, cfg.MaxInFlight)
-	}
+	s.sems.Store(&[]chan struct{}{})
 	s.cmdm = newCmdMetrics()
 	be.SetNotify(s.waiters.notify)
 	return s

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/raftstream/raftstream/slots"
 )
 
@@ -244,5 +246,66 @@ func TestSlotMoveMatchesRedisCluster(t *testing.T) {
 	// A write through the old owner's node is redirected to the new one.
 	if got := do(t, dial(t, leaders[0]), "XADD", keys[0], "*", "f", "v"); !strings.HasPrefix(got, "-MOVED "+ss+" ") && leaders[0] != leaders[1] {
 		t.Errorf("write to the old owner after the move: %q", got)
+	}
+}
+
+// TestBlockedReaderFollowsSlotMove: a client blocked in XREADGROUP BLOCK
+// (raw connection) on a key whose slot moves is answered with a redirect
+// once the key leaves its shard, and a go-redis ClusterClient blocked in
+// XREADGROUP on the same key follows it and receives the entry written
+// after the move.
+func TestBlockedReaderFollowsSlotMove(t *testing.T) {
+	redis.SetLogger(quietLogger{})
+	nodes := startCluster(t, 3, 3)
+	rs := addrsOf(nodes)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	tag := tagsInRange(1, slots.Range{First: 0, Last: 5460})[0]
+	key := "{" + tag + "}blocked"
+	slot := slots.OfString(tag)
+	w := ownerConn(t, rs, key)
+	do(t, w, "XADD", key, "1-1", "f", "v")
+	do(t, w, "XGROUP", "CREATE", key, "g", "$")
+	raw := ownerConn(t, rs, key)
+	if err := raw.Send("XREADGROUP", "GROUP", "g", "raw", "BLOCK", "0", "STREAMS", key, ">"); err != nil {
+		t.Fatal(err)
+	}
+	cc := clusterClient(t, rs...)
+	got := make(chan string, 1)
+	go func() {
+		res, err := cc.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "g", Consumer: "cc", Streams: []string{key, ">"}, Block: 60 * time.Second}).Result()
+		if err != nil {
+			got <- "error: " + err.Error()
+			return
+		}
+		got <- res[0].Messages[0].ID
+	}()
+	time.Sleep(500 * time.Millisecond) // both are blocked
+	if _, err := moveSlot(rs[0], slot, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitSlotOwner(ctx, rs, slot, 1); err != nil {
+		t.Fatal(err)
+	}
+	reply, err := raw.ReadReply()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := string(reply); !strings.HasPrefix(r, "-ASK "+strconv.Itoa(slot)+" ") && !strings.HasPrefix(r, "-MOVED "+strconv.Itoa(slot)+" ") {
+		t.Fatalf("the blocked raw client got %q, want a redirect", r)
+	}
+	t.Logf("blocked raw client redirected: %q", strings.TrimSpace(string(reply)))
+	time.Sleep(300 * time.Millisecond)
+	id, err := cc.XAdd(ctx, &redis.XAddArgs{Stream: key, ID: "2-1", Values: []string{"after", "move"}}).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case g := <-got:
+		if g != id {
+			t.Fatalf("blocked go-redis reader got %q, want %s", g, id)
+		}
+	case <-ctx.Done():
+		t.Fatal("the blocked go-redis reader never got the entry written after the move")
 	}
 }

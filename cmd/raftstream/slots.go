@@ -20,9 +20,12 @@ import (
 //
 //	raftstream slots move   --addr host:port --slots first-last --to shard [--wait]
 //	raftstream slots status --addr host:port
+//	raftstream shard add    --addr host:port [--nodes id,id,...]
+//	raftstream shard remove --addr host:port --shard N
 
 func init() {
 	adminCommands["slots"] = slotsCmd
+	adminCommands["shard"] = shardCmd
 }
 
 // slotOptions are the server's slot-move flags.
@@ -181,5 +184,55 @@ func printSlotStatus(c *wire.Client, stdout, stderr io.Writer) int {
 			r["keys-moved"], r["bytes-moved"], r["keys-left"], r["error"])
 	}
 	w.Flush()
+	return 0
+}
+
+// shardCmd is `raftstream shard add [--nodes id,id,...] | remove --shard N`.
+func shardCmd(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || (args[0] != "add" && args[0] != "remove") {
+		fmt.Fprintln(stderr, "usage: raftstream shard add --addr host:port [--nodes id,id,...]\n       raftstream shard remove --addr host:port --shard N")
+		return 2
+	}
+	fs, addr, pass, timeout := clientFlags("shard "+args[0], stderr)
+	var nodes string
+	var shard int
+	if args[0] == "add" {
+		fs.StringVar(&nodes, "nodes", "", "comma-separated node IDs to place the shard's replicas on, the first its preferred leader (default: the controller places it)")
+	} else {
+		fs.IntVar(&shard, "shard", -1, "the shard to retire (required): it must own no slots and hold no keys")
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		return 2
+	}
+	cmd := []string{"RAFTSTREAM", "SHARD", strings.ToUpper(args[0])}
+	if args[0] == "add" {
+		for _, id := range strings.Split(nodes, ",") {
+			if id = strings.TrimSpace(id); id != "" {
+				cmd = append(cmd, id)
+			}
+		}
+	} else {
+		if shard < 0 {
+			fmt.Fprintln(stderr, "raftstream shard remove: --shard is required")
+			return 2
+		}
+		cmd = append(cmd, fmt.Sprint(shard))
+	}
+	c, err := adminDial(*addr, *pass, *timeout)
+	if err != nil {
+		fmt.Fprintln(stderr, "raftstream shard:", err)
+		return 1
+	}
+	defer c.Close()
+	v, err := adminDo(c, cmd...)
+	if err != nil {
+		fmt.Fprintf(stderr, "raftstream shard %s: %v\n", args[0], err)
+		return 1
+	}
+	if args[0] == "add" {
+		fmt.Fprintf(stdout, "shard %v added (it owns no slots: raftstream slots move --to %v gives it some)\n", v, v)
+	} else {
+		fmt.Fprintf(stdout, "shard %d retired\n", shard)
+	}
 	return 0
 }
