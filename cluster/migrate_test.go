@@ -294,10 +294,10 @@ func TestShardAddMoveRemove(t *testing.T) {
 		t.Fatalf("RemoveShard: %v", err)
 	}
 	for _, n := range tc.nodes {
-		waitFor(t, ctx, "the retired shard's replica closed", func() bool { return n.shard(2) == nil })
-		if _, err := os.Stat(filepath.Join(n.dir, "shards", "2")); !os.IsNotExist(err) {
-			t.Errorf("%s still has the retired shard's directory: %v", n.ID(), err)
-		}
+		waitFor(t, ctx, "the retired shard's replica closed and deleted", func() bool {
+			_, err := os.Stat(filepath.Join(n.dir, "shards", "2"))
+			return n.shard(2) == nil && os.IsNotExist(err)
+		})
 	}
 	if err := tc.nodes[0].RemoveShard(ctx, 2); err == nil {
 		t.Fatal("a retired shard was removed twice")
