@@ -3,6 +3,7 @@ package fsm
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -694,7 +695,7 @@ func appendMigration(dst []byte, mg *migration) []byte {
 	}
 	slices.SortFunc(sks, func(a, b stageKey) int {
 		if a.move != b.move {
-			return cmpUint(a.move, b.move)
+			return cmp.Compare(a.move, b.move)
 		}
 		return strings.Compare(a.key, b.key)
 	})
@@ -719,16 +720,6 @@ func appendMigration(dst []byte, mg *migration) []byte {
 func appendString(dst []byte, s string) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(s)))
 	return append(dst, s...)
-}
-
-func cmpUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // readMigration decodes appendMigration's output.

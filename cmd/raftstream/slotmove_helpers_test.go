@@ -23,18 +23,7 @@ func rsCall(addr string, args ...string) (any, error) {
 	}
 	defer c.Close()
 	c.Timeout = 20 * time.Second
-	raw, err := c.Do(args...)
-	if err != nil {
-		return nil, err
-	}
-	v, err := wire.Parse(raw)
-	if err != nil {
-		return nil, err
-	}
-	if e, ok := v.(wire.Error); ok {
-		return nil, e
-	}
-	return v, nil
+	return adminDo(c, args...)
 }
 
 // slotMapOf reads the slot map from RAFTSTREAM SLOTS STATUS on addr:
