@@ -40,8 +40,17 @@ func (b *fakeBackend) MoveSlots(ctx context.Context, r slots.Range, to int) ([]u
 
 func (b *fakeBackend) SlotsStatus(ctx context.Context) []cluster.MoveStatus { return nil }
 
+// AddShard adds an empty shard owning no slot when addShards is set.
 func (b *fakeBackend) AddShard(ctx context.Context, nodes []string) (int, error) {
-	return 0, errors.New("no controller")
+	if !b.addShards {
+		return 0, errors.New("no controller")
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.engines = append(b.engines, engine.New(engine.DefaultConfig()))
+	b.applied = append(b.applied, 0)
+	b.top.Shards = append(b.top.Shards, cluster.ShardInfo{Leader: b.top.MyID, Replicas: []string{b.top.MyID}})
+	return len(b.engines) - 1, nil
 }
 
 func (b *fakeBackend) RemoveShard(ctx context.Context, shard int) error {
@@ -98,3 +107,30 @@ func TestRedirectReplies(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestShardAddSeedsRetention: a shard added later gets the retention
+// policies RETENTION SET gave the shards that existed, so a stream moved
+// there is still governed by its policy.
+func TestShardAddSeedsRetention(t *testing.T) {
+	b := newFakeBackend(2)
+	b.addShards = true
+	c := dial(t, startServer(t, b, Config{}))
+	for _, cmd := range [][]string{
+		{"RAFTSTREAM", "RETENTION", "SET", "orders:*", "MAXAGE", "86400000", "MAXLEN", "1000", "ACKED"},
+		{"RAFTSTREAM", "RETENTION", "SET", "audit", "MAXBYTES", "512mb"},
+	} {
+		if got := do(t, c, cmd...); got != "+OK\r\n" {
+			t.Fatalf("%v: %q", cmd, got)
+		}
+	}
+	if got := do(t, c, "RAFTSTREAM", "SHARD", "ADD"); got != ":2\r\n" {
+		t.Fatalf("SHARD ADD: %q", got)
+	}
+	want := do(t, c, "RAFTSTREAM", "RETENTION", "SHARD", "0", "LIST")
+	if got := do(t, c, "RAFTSTREAM", "RETENTION", "SHARD", "2", "LIST"); got != want {
+		t.Errorf("the new shard's policies %q, shard 0's %q", got, want)
+	}
+	if !strings.Contains(want, "orders:*") || !strings.Contains(want, "acked") {
+		t.Errorf("shard 0's policies %q", want)
+	}
+}

@@ -2,12 +2,14 @@ package resp
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/raftstream/raftstream/engine"
+	"github.com/raftstream/raftstream/fsm"
 	"github.com/raftstream/raftstream/slots"
 )
 
@@ -159,6 +161,9 @@ func cmdRaftstreamShard(s *Server, c *client, argv [][]byte) reply {
 		if err != nil {
 			return errorf("ERR shard add: %s", oneLine(err))
 		}
+		if r := s.seedShard(shard); r != nil {
+			return errorf("ERR shard add: shard %d is added without the retention policies (%s): set them again with RAFTSTREAM RETENTION SET", shard, r.Msg)
+		}
 		return engine.Integer(shard)
 	case "REMOVE":
 		if len(argv) != 4 {
@@ -174,4 +179,77 @@ func cmdRaftstreamShard(s *Server, c *client, argv [][]byte) reply {
 		return engine.OK
 	}
 	return errorf("ERR unknown subcommand '%s'. Try RAFTSTREAM SHARD ADD [node-id ...] or RAFTSTREAM SHARD REMOVE <shard>.", argv[2])
+}
+
+// seedShard gives a shard just added the retention policies the others
+// have (RETENTION SET proposed them to the shards that existed then), read
+// from the owner of slot 0 and set on the new shard, through the leaders
+// of both wherever they are. nil once they are set.
+func (s *Server) seedShard(shard int) *engine.Error {
+	src := s.be.ShardOfSlot(0)
+	f := newForwarder(s.cfg.RequirePass)
+	defer f.close()
+	list, err := s.retentionReadShard(src, false, [][]byte{[]byte(engine.RetentionCommand), []byte("LIST")})
+	var nl *fsm.NotLeaderError
+	if err != nil && errors.As(err, &nl) {
+		if addr := s.leaderRESPAddr(nl); addr != "" {
+			list, err = s.retentionRemote(f, addr, [][]byte{[]byte("RAFTSTREAM"), []byte("RETENTION"), []byte("SHARD"),
+				[]byte(strconv.Itoa(src)), []byte("LIST")}), nil
+		}
+	}
+	if err != nil {
+		if er, ok := s.mapReadError(err, -1).(*engine.Error); ok {
+			return er
+		}
+		return engine.Errorf("ERR %s", oneLine(err))
+	}
+	if er, ok := list.(*engine.Error); ok {
+		return er
+	}
+	policies, _ := list.(engine.Array)
+	for _, p := range policies {
+		args := policySetArgs(p)
+		if args == nil {
+			continue
+		}
+		r, err := s.waitFuture(s.be.Submit(shard, fsm.Unit{append([][]byte{[]byte(engine.RetentionCommand)}, args...)}))
+		var res reply
+		if err == nil {
+			res = r[0]
+		} else {
+			res = s.retentionOnShard(f, shard, args, err)
+		}
+		if er, ok := res.(*engine.Error); ok {
+			return er
+		}
+	}
+	return nil
+}
+
+// policySetArgs is the RETENTION SET that makes policy p (RETENTION LIST's
+// map), nil for anything else.
+func policySetArgs(p reply) [][]byte {
+	m, ok := p.(engine.Map)
+	if !ok {
+		return nil
+	}
+	args := [][]byte{[]byte("SET"), nil}
+	for i := 0; i+1 < len(m); i += 2 {
+		name, _ := m[i].(engine.BulkString)
+		switch v := m[i+1].(type) {
+		case engine.BulkString:
+			switch string(name) {
+			case "pattern":
+				args[1] = v
+			case "mode":
+				args = append(args, []byte(strings.ToUpper(string(v))))
+			}
+		case engine.Integer:
+			args = append(args, []byte(strings.ToUpper(string(name))), []byte(strconv.FormatInt(int64(v), 10)))
+		}
+	}
+	if args[1] == nil {
+		return nil
+	}
+	return args
 }

@@ -43,6 +43,8 @@ type fakeBackend struct {
 	// moving maps a slot in a move to its [from, to] shards.
 	check  func(shard int, argv [][]byte, asking bool) engine.Reply
 	moving map[int][2]int
+	// addShards lets AddShard add shards (asking_test.go).
+	addShards bool
 }
 
 func newFakeBackend(shards int) *fakeBackend {
