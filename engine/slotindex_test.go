@@ -100,8 +100,8 @@ func TestSlotIndexFollowsTheKeyspace(t *testing.T) {
 // TestDumpKeyRoundTrip moves every key of a random engine, one by one, into
 // an empty engine through DumpKey/RestoreKey: the two engines then encode
 // to the same snapshot bytes (streams whole: entries, groups, PELs with
-// delivery counts and owners, IDMP tables, dead-letter settings), and the
-// source's keys are indexed in the target.
+// delivery counts and owners, IDMP tables, dead-letter settings; every
+// key's expiry), and the source's keys are indexed in the target.
 func TestDumpKeyRoundTrip(t *testing.T) {
 	for seed := int64(1); seed <= 4; seed++ {
 		rnd := rand.New(rand.NewSource(seed))
@@ -115,6 +115,12 @@ func TestDumpKeyRoundTrip(t *testing.T) {
 		r.exec("XREADGROUP", "GROUP", "g1", "bob", "COUNT", "2", "STREAMS", "s1", ">")
 		r.exec("XADD", "s2", "IDMP", "p1", "i1", "*", "f", "v")
 		r.exec("XGROUP", "SETDLQ", "s1", "g1", "3", "s1:dlq")
+		// Expiries move with their keys (a string and a stream).
+		for _, k := range []string{"str", "s2"} {
+			if got := r.exec("PEXPIREAT", k, "4102444800000"); got != Integer(1) {
+				t.Fatalf("PEXPIREAT %s: %v", k, got)
+			}
+		}
 		dst := New(r.e.Config())
 		for _, k := range r.e.sortedKeys() {
 			data, ok := r.e.DumpKey(k)
@@ -130,6 +136,11 @@ func TestDumpKeyRoundTrip(t *testing.T) {
 			t.Fatalf("seed %d: engines differ after moving every key (%d vs %d bytes)", seed, len(a), len(b))
 		}
 		checkSlotIndex(t, dst, "after RestoreKey")
+		for _, k := range []string{"str", "s2"} {
+			if got := dst.Exec(1, [][]byte{[]byte("PEXPIRETIME"), []byte(k)}); got != Integer(4102444800000) {
+				t.Fatalf("PEXPIRETIME %s after RestoreKey: %v", k, got)
+			}
+		}
 		if _, ok := r.e.DumpKey("nope"); ok {
 			t.Fatal("DumpKey of a missing key")
 		}
