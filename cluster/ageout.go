@@ -57,7 +57,7 @@ func (n *Node) ageOutLoop() {
 		defer t.Stop()
 		retain = t.C
 	}
-	cursors := make([]int, n.nShards)
+	var cursors []int // per shard; shards are added while the node runs
 	for {
 		var step func(i int, s *fsm.Shard)
 		select {
@@ -68,7 +68,11 @@ func (n *Node) ageOutLoop() {
 		case <-retain:
 			step = func(i int, s *fsm.Shard) { cursors[i] = n.retainShard(s, cursors[i]) }
 		}
-		for i := range n.nShards {
+		nShards := n.NumShards()
+		for len(cursors) < nShards {
+			cursors = append(cursors, 0)
+		}
+		for i := range nShards {
 			ls := n.shard(i)
 			if ls == nil || !ls.s.IsLeader() {
 				continue

@@ -37,8 +37,8 @@ func (n *Node) balanceOnce(lastMove map[int]time.Time) {
 	}
 	iv := n.cfg.BalanceInterval
 	for i, ls := range st.shards {
-		if ls == nil || !ls.s.IsLeader() {
-			continue
+		if ls == nil || !ls.s.IsLeader() || i >= len(st.members.Shards) || len(st.members.Shards[i]) == 0 {
+			continue // not led here, or retired (shards.go)
 		}
 		pref := st.members.Shards[i][0]
 		if pref == n.id || n.health.upFor(pref) < 2*iv || time.Since(lastMove[i]) < 3*iv {

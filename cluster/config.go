@@ -150,6 +150,21 @@ type Config struct {
 	// accepted connection. Default 5s.
 	DialTimeout time.Duration
 
+	// KeysOf returns the positions of a command's keys in argv: what each
+	// shard's FSM checks commands against while it moves slots
+	// (fsm.Config.KeysOf). cmd wires resp's command table; nil means this
+	// node's shards cannot be the source of a slot move.
+	KeysOf func(argv [][]byte) []int
+	// MigrateRate bounds the bytes per second this node copies to other
+	// shards for slot moves, over all the moves it drives, so that moves
+	// do not starve client traffic. Default DefaultMigrateRate (16 MiB/s);
+	// negative means unlimited.
+	MigrateRate int64
+	// MigrateChunk is the most key bytes one log entry of a move carries
+	// (a larger key is sent in chunks of this size). Default
+	// DefaultMigrateChunk (256 KiB).
+	MigrateChunk int
+
 	// Test-only hooks for the jepsen/ fault-injection harness (flags
 	// --debug-*); production leaves them zero.
 	//
@@ -261,6 +276,15 @@ func (c *Config) Validate() error {
 	}
 	if c.DialTimeout <= 0 {
 		c.DialTimeout = 5 * time.Second
+	}
+	if c.MigrateRate == 0 {
+		c.MigrateRate = DefaultMigrateRate
+	}
+	if c.MigrateChunk == 0 {
+		c.MigrateChunk = DefaultMigrateChunk
+	}
+	if c.MigrateChunk < 1024 || c.MigrateChunk > 64<<20 {
+		return fmt.Errorf("cluster: MigrateChunk %d out of range 1024..%d", c.MigrateChunk, 64<<20)
 	}
 	if c.GossipAddr != "" && c.GossipAddr != GossipOff {
 		h, _, err := net.SplitHostPort(c.GossipAddr)

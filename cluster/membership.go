@@ -34,7 +34,9 @@ type Membership struct {
 	// Nodes sorted by ID.
 	Nodes []Member `json:"nodes"`
 	// Shards[i] lists the node IDs of shard i's voters. Shards[i][0] is the
-	// preferred leader, which the balancer moves leadership to.
+	// preferred leader, which the balancer moves leadership to. Shards are
+	// numbered for life: a shard added later is appended, a retired one
+	// (shards.go) keeps its number with no replicas.
 	Shards [][]string `json:"shards"`
 	// Epoch increases with every change of the membership (1 at formation).
 	Epoch uint64 `json:"epoch"`
@@ -55,6 +57,10 @@ type Membership struct {
 	// Epoch also moves when it observes a member's new addresses, so the two
 	// differ). 0 before the first adoption.
 	Ctrl uint64 `json:"ctrl,omitempty"`
+	// Slots is the slot → shard map and the slot moves in flight
+	// (slotmap.go); nil in a Membership written before the map was
+	// replicated, which routes by contiguous ranges over its shards.
+	Slots *SlotTable `json:"slots,omitempty"`
 }
 
 // clone returns a deep copy of m.
@@ -68,6 +74,7 @@ func (m *Membership) clone() *Membership {
 	c.Draining = slices.Clone(m.Draining)
 	c.Removed = slices.Clone(m.Removed)
 	c.CtrlVoters = slices.Clone(m.CtrlVoters)
+	c.Slots = m.Slots.clone()
 	return &c
 }
 
@@ -120,10 +127,12 @@ func (m *Membership) servers(i int) []raft.Server {
 	return out
 }
 
-// check verifies the invariants of a Membership loaded from disk.
+// check verifies the invariants of a Membership loaded from disk; shards
+// is the count the cluster was formed with (shards are added, never
+// renumbered).
 func (m *Membership) check(shards int) error {
-	if len(m.Shards) != shards {
-		return fmt.Errorf("membership has %d shards, want %d", len(m.Shards), shards)
+	if len(m.Shards) < shards {
+		return fmt.Errorf("membership has %d shards, want at least %d", len(m.Shards), shards)
 	}
 	resp, bus := map[string]string{}, map[string]string{}
 	for _, n := range m.Nodes {
@@ -141,16 +150,15 @@ func (m *Membership) check(shards int) error {
 		}
 	}
 	for i, rs := range m.Shards {
-		if len(rs) == 0 {
-			return fmt.Errorf("shard %d has no replicas", i)
-		}
+		// A shard with no replicas is retired (shards.go); checkSlots
+		// makes sure no slot is assigned to one.
 		for _, id := range rs {
 			if _, ok := m.Node(id); !ok {
 				return fmt.Errorf("shard %d replica %s is not a member", i, id)
 			}
 		}
 	}
-	return nil
+	return m.checkSlots()
 }
 
 // addrBook resolves Raft server IDs (node IDs) to cluster bus addresses; it

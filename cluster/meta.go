@@ -14,6 +14,14 @@ import (
 // metaFile is the node's identity file inside Config.Dir.
 const metaFile = "node.json"
 
+// metaVersion is the format of node.json this build writes. Version 1 has
+// no slot map in Members (its cluster routes by contiguous ranges over its
+// shards); version 2 may carry the replicated slot map (Members.Slots).
+// Both are read; a file is rewritten as version 2 the next time it is
+// saved, with the same content otherwise, and a newer version is refused
+// rather than misread.
+const metaVersion = 2
+
 // meta is what a node persists about itself. ID and Shards are written once
 // when the data dir is created and never change. Members is the formed
 // cluster (nil until formation completes); once set it is only rewritten
@@ -24,7 +32,8 @@ type meta struct {
 	// ID is the node ID: 40 lowercase hex chars, random, never reused.
 	// Invariant: a data dir keeps its ID for life; a wiped dir gets a new one.
 	ID string `json:"id"`
-	// Shards is the cluster's shard count, fixed at creation.
+	// Shards is the cluster's shard count at creation (what formation
+	// places); shards added or retired later are in Members.
 	Shards int `json:"shards"`
 	// Members is the cluster as formed: nodes sorted by ID and each shard's
 	// replicas. Nil before formation.
@@ -66,6 +75,9 @@ func loadOrCreateMeta(dir string, shards int) (meta, bool, error) {
 		if err := json.Unmarshal(b, &m); err != nil {
 			return meta{}, false, fmt.Errorf("cluster: %s: %w", p, err)
 		}
+		if m.Version > metaVersion {
+			return meta{}, false, fmt.Errorf("cluster: %s is version %d; this build reads up to %d", p, m.Version, metaVersion)
+		}
 		if !validNodeID(m.ID) || m.Shards < 1 {
 			return meta{}, false, fmt.Errorf("cluster: %s: bad id %q or shard count %d", p, m.ID, m.Shards)
 		}
@@ -86,7 +98,7 @@ func loadOrCreateMeta(dir string, shards int) (meta, bool, error) {
 		if err != nil {
 			return meta{}, false, err
 		}
-		m := meta{Version: 1, ID: id, Shards: shards}
+		m := meta{Version: metaVersion, ID: id, Shards: shards}
 		return m, true, nil
 	default:
 		return meta{}, false, err
@@ -96,6 +108,7 @@ func loadOrCreateMeta(dir string, shards int) (meta, bool, error) {
 // saveMeta writes m to dir/node.json atomically (temp file, fsync, rename,
 // fsync dir).
 func saveMeta(dir string, m meta) error {
+	m.Version = metaVersion
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return err

@@ -18,19 +18,19 @@ import (
 	"github.com/raftstream/raftstream/engine"
 	"github.com/raftstream/raftstream/fsm"
 	"github.com/raftstream/raftstream/fsm/nodelog"
-	"github.com/raftstream/raftstream/slots"
 )
 
 // Node is one raftstream process: the shards it hosts, the cluster bus, and
 // the background loops. It is part of what the RESP server needs; its methods are safe for
 // concurrent use.
 type Node struct {
-	cfg     Config
-	log     *slog.Logger
-	id      string
-	dir     string
+	cfg Config
+	log *slog.Logger
+	id  string
+	dir string
+	// nShards is the shard count the data dir was created with (formation
+	// places that many); the cluster's shards are its Membership's.
 	nShards int
-	slotMap *slots.Map
 	mux     *Mux
 	book    *addrBook
 	self    Member
@@ -42,6 +42,9 @@ type Node struct {
 	// st is the current view: membership and local shard replicas. It is
 	// replaced whole (copy on write) so Backend methods read it lock-free.
 	st atomic.Pointer[state]
+	// slots is the compiled slot map of st's Membership (slotmap.go), what
+	// routing reads on every command.
+	slots atomic.Pointer[slotView]
 	// stMu serialises writers of st (read-modify-write); readers don't lock.
 	stMu sync.Mutex
 
@@ -53,6 +56,8 @@ type Node struct {
 	// ctrlMu serialises this node's controller proposals (reconfig.go).
 	ctrlMu sync.Mutex
 	disc   *discovery
+	// mig runs the slot moves this node drives (migrate.go).
+	mig    *migrator
 	gossip atomic.Pointer[gossip] // nil while gossip is off or not started
 	// bus counts the node's traffic on the cluster bus (busstats.go).
 	bus busStats
@@ -120,12 +125,14 @@ func Open(cfg Config) (*Node, error) {
 	mux.SetTLS(cfg.BusTLS)
 	n := &Node{
 		cfg: cfg, log: log, id: m.ID, dir: cfg.Dir, nShards: m.Shards,
-		slotMap: slots.NewMap(m.Shards), mux: mux, book: newAddrBook(), meta: m,
+		mux: mux, book: newAddrBook(), meta: m,
 		self:       Member{ID: m.ID, Host: cfg.AnnounceHost, Port: cfg.AnnouncePort, Bus: mux.Addr().String(), Gossip: cfg.ownGossipAddr()},
 		shutdownCh: make(chan struct{}),
 	}
 	mux.stats.Store(&n.bus)
 	n.health = newHealth(n)
+	n.mig = &migrator{running: map[uint64]context.CancelFunc{}, prog: map[uint64]*moveProgress{},
+		lim: newRateLimiter(cfg.MigrateRate, cfg.MigrateChunk)}
 	n.book.add(n.self)
 	if m.Members != nil {
 		if err := n.refreshSelf(); err != nil {
@@ -139,7 +146,7 @@ func Open(cfg Config) (*Node, error) {
 			}
 		}
 	}
-	n.st.Store(&state{members: m.Members, shards: make([]*localShard, m.Shards)})
+	n.updateState(func(*state) *state { return &state{members: m.Members, shards: make([]*localShard, m.Shards)} })
 	n.startRPC()
 	log.Info("node opened", "id", m.ID, "shards", m.Shards, "bus", n.self.Bus, "created", created)
 	return n, nil
@@ -277,6 +284,7 @@ func (n *Node) Start(ctx context.Context) error {
 	n.goFunc(n.snapshotLoop)
 	n.goFunc(n.health.loop)
 	n.goFunc(n.reconcileLoop)
+	n.goFunc(n.migrateLoop)
 	if n.cfg.BalanceInterval > 0 {
 		n.goFunc(n.balanceLoop)
 	}
@@ -291,7 +299,12 @@ func (n *Node) Start(ctx context.Context) error {
 func (n *Node) updateState(f func(old *state) *state) {
 	n.stMu.Lock()
 	defer n.stMu.Unlock()
-	n.st.Store(f(n.st.Load()))
+	old := n.st.Load()
+	st := f(old)
+	n.st.Store(st)
+	if old == nil || st.members != old.members {
+		n.publishSlots(st.members)
+	}
 }
 
 // setMembers persists members (the formed cluster) and publishes it.
@@ -316,7 +329,7 @@ func (n *Node) setMembers(members *Membership) error {
 // the empty ones with the recorded initial configuration. A replica placed
 // here later is never bootstrapped: its leader adds it and replicates to it.
 func (n *Node) openShards(members *Membership) error {
-	shards := make([]*localShard, n.nShards)
+	shards := make([]*localShard, len(members.Shards))
 	for i := range shards {
 		if !members.Hosts(i, n.id) {
 			continue
@@ -357,6 +370,7 @@ func (n *Node) openShard(i int) (*localShard, error) {
 	fc.RaftLogger = raftLog
 	fc.Engine = n.cfg.Engine
 	fc.Notify = n.dispatchNotify
+	fc.KeysOf = n.cfg.KeysOf
 	fc.TrailingLogs = n.cfg.TrailingLogs
 	fc.StuckTransferAfter = n.cfg.StuckTransferAfter
 	fc.Now = n.cfg.Now
@@ -521,22 +535,28 @@ func (n *Node) closeShards() error {
 }
 
 // shard returns the local replica of shard i, or nil.
-func (n *Node) shard(i int) *localShard {
-	st := n.st.Load()
+func (n *Node) shard(i int) *localShard { return n.st.Load().local(i) }
+
+// NumShards is part of what the RESP server needs: the number of shard
+// numbers in use (shards are numbered from 0 and never renumbered).
+func (n *Node) NumShards() int { return n.numShards(n.st.Load()) }
+
+// numShards is the shard count of st's Membership (the creation count
+// before formation).
+func (n *Node) numShards(st *state) int {
+	if st.members == nil {
+		return n.nShards
+	}
+	return len(st.members.Shards)
+}
+
+// local returns the local replica of shard i, or nil.
+func (st *state) local(i int) *localShard {
 	if i < 0 || i >= len(st.shards) {
 		return nil
 	}
 	return st.shards[i]
 }
-
-// NumShards is part of what the RESP server needs.
-func (n *Node) NumShards() int { return n.nShards }
-
-// ShardOfSlot is part of what the RESP server needs.
-func (n *Node) ShardOfSlot(slot int) int { return n.slotMap.Shard(slot) }
-
-// ShardOfKey returns the shard owning key.
-func (n *Node) ShardOfKey(key []byte) int { return n.slotMap.ShardOfKey(key) }
 
 // Submit is part of what the RESP server needs: the unit goes to the local replica of
 // shard, which fails it with *fsm.NotLeaderError unless it leads. A shard
@@ -584,7 +604,7 @@ func (n *Node) remoteLeader(shard int) error {
 		return &fsm.NotLeaderError{}
 	}
 	id := n.health.leaderOf(shard)
-	if id == "" && st.members.Shards[shard][0] != n.id {
+	if id == "" && len(st.members.Shards[shard]) > 0 && st.members.Shards[shard][0] != n.id {
 		id = st.members.Shards[shard][0]
 	}
 	m, ok := st.members.Node(id)
@@ -607,7 +627,9 @@ func (n *Node) SetNotify(f func(shard int, keys []string)) {
 // Raft state, others from the replicas' last health report.
 func (n *Node) Topology() Topology {
 	st := n.st.Load()
-	t := Topology{MyID: n.id, Shards: make([]ShardInfo, n.nShards)}
+	sv := n.slots.Load()
+	t := Topology{MyID: n.id, Shards: make([]ShardInfo, n.numShards(st)), SlotEpoch: sv.epoch,
+		Slots: sv.m.Runs(), Moves: slices.Clone(sv.moves)}
 	if st.members == nil {
 		t.Nodes = []NodeInfo{n.nodeInfo(n.self, true)}
 	} else {
@@ -621,12 +643,11 @@ func (n *Node) Topology() Topology {
 		}
 	}
 	for i := range t.Shards {
-		r := n.slotMap.Range(i)
-		si := ShardInfo{FirstSlot: r.First, LastSlot: r.Last}
+		si := ShardInfo{Slots: sv.m.RangesOf(i)}
 		if st.members != nil {
 			si.Replicas = append([]string(nil), st.members.Shards[i]...)
 		}
-		if ls := st.shards[i]; ls != nil {
+		if ls := st.local(i); ls != nil {
 			si.Leader, _ = ls.s.Leader()
 			if si.Leader == "" {
 				// No leader known here (an election, or this node is cut

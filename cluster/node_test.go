@@ -14,6 +14,7 @@ import (
 	"github.com/raftstream/raftstream/engine"
 	"github.com/raftstream/raftstream/fsm"
 	"github.com/raftstream/raftstream/jepsen/testkit"
+	"github.com/raftstream/raftstream/slots"
 )
 
 // testConfig is a fast single-node config in dir with the bus on a free
@@ -88,7 +89,7 @@ func TestSingleNodeDefaultsToOneShard(t *testing.T) {
 	if len(top.Nodes) != 1 || top.Nodes[0].ID != n.ID() || !top.Nodes[0].Up || top.MyID != n.ID() {
 		t.Fatalf("topology nodes %+v", top.Nodes)
 	}
-	if s := top.Shards[0]; s.FirstSlot != 0 || s.LastSlot != 16383 || s.Leader != n.ID() {
+	if s := top.Shards[0]; len(s.Slots) != 1 || s.Slots[0] != (slots.Range{First: 0, Last: 16383}) || s.Leader != n.ID() {
 		t.Fatalf("shard 0 = %+v", s)
 	}
 	if !validNodeID(n.ID()) {

@@ -36,6 +36,9 @@ func rebalance(cur [][]string, eligible []string, rf int) [][]string {
 		count[id] = 0
 	}
 	for i, r := range out {
+		if len(r) == 0 {
+			continue // a retired shard (shards.go) keeps no replicas
+		}
 		keep := r[:0:0]
 		for _, id := range r {
 			if _, ok := count[id]; ok && !slices.Contains(keep, id) {
@@ -57,6 +60,9 @@ func rebalance(cur [][]string, eligible []string, rf int) [][]string {
 		return best
 	}
 	for i := range out {
+		if len(cur[i]) == 0 {
+			continue
+		}
 		for len(out[i]) > rf {
 			k := 0
 			for j, id := range out[i] {
@@ -105,11 +111,16 @@ func rebalance(cur [][]string, eligible []string, rf int) [][]string {
 	// a preference from a node with at least two more than the other.
 	prefs := make(map[string]int, len(eligible))
 	for _, r := range out {
-		prefs[r[0]]++
+		if len(r) > 0 {
+			prefs[r[0]]++
+		}
 	}
 	for iter := 0; iter < len(out)*len(eligible)+1; iter++ {
 		swapped := false
 		for i := 0; i < len(out) && !swapped; i++ {
+			if len(out[i]) == 0 {
+				continue
+			}
 			a := out[i][0]
 			for k := 1; k < len(out[i]); k++ {
 				if b := out[i][k]; prefs[a]-prefs[b] > 1 {

@@ -153,7 +153,7 @@ func (n *Node) ctrlPropose(f func(m *Membership) error) (*Membership, error) {
 	}
 	if reflect.DeepEqual(m.Nodes, got.Nodes) && reflect.DeepEqual(m.Shards, got.Shards) &&
 		slices.Equal(m.Draining, got.Draining) && slices.Equal(m.Removed, got.Removed) &&
-		slices.Equal(m.CtrlVoters, got.CtrlVoters) {
+		slices.Equal(m.CtrlVoters, got.CtrlVoters) && m.Slots.equal(got.Slots) {
 		return got, nil
 	}
 	m.Epoch = got.Epoch + 1
@@ -288,14 +288,18 @@ func (n *Node) reconcileLocal() {
 	if m == nil {
 		return
 	}
-	for i := 0; i < n.nShards; i++ {
+	for i := 0; i < len(m.Shards); i++ {
 		select {
 		case <-n.shutdownCh:
 			return
 		default:
 		}
 		want := m.Hosts(i, n.id)
-		ls := st.shards[i]
+		ls := st.local(i)
+		if len(m.Shards[i]) == 0 {
+			n.retireLocal(i, ls) // shards.go
+			continue
+		}
 		switch {
 		case want && ls == nil:
 			nls, err := n.openShard(i)
@@ -368,6 +372,10 @@ func (n *Node) leftBehind(i int, ls *localShard) bool {
 func (n *Node) setShard(i int, ls *localShard) {
 	n.updateState(func(old *state) *state {
 		shards := slices.Clone(old.shards)
+		if i >= len(shards) {
+			// A shard added since the slice was made (shards.go).
+			shards = append(shards, make([]*localShard, i+1-len(shards))...)
+		}
 		shards[i] = ls
 		return &state{members: old.members, shards: shards}
 	})

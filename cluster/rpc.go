@@ -31,12 +31,16 @@ import (
 //	confs   the Raft configuration of every group the responder leads, as
 //	        its leader sees it (remove.go: is a removal whole?), and the
 //	        controller's Membership when it leads the controller.
+//	slots   slot moves and shards (migrate.go, shards.go): a command for a
+//	        shard's leader, a slot-table change for the controller
+//	        leader, or a move driver's status.
 type rpcRequest struct {
 	Op     string   `json:"op"`
 	From   Member   `json:"from"`
 	Known  []Member `json:"known,omitempty"`
 	Ctrl   uint64   `json:"ctrl,omitempty"`
 	Target string   `json:"target,omitempty"`
+	Slots  *slotRPC `json:"slots,omitempty"`
 }
 
 type rpcResponse struct {
@@ -50,6 +54,9 @@ type rpcResponse struct {
 	Applied   map[int]uint64 `json:"applied,omitempty"`
 	Confs     []groupConf    `json:"confs,omitempty"`
 	Err       string         `json:"err,omitempty"`
+	// SlotReply and SlotStatus answer the slots op.
+	SlotReply  []string     `json:"slot_reply,omitempty"`
+	SlotStatus []MoveStatus `json:"slot_status,omitempty"`
 }
 
 // discovery is the set of nodes this node has heard of before formation.
@@ -144,6 +151,12 @@ func (n *Node) serveRPC(c net.Conn) {
 		}
 	case "confs":
 		res.Confs, res.Members = n.ledConfs()
+	case "slots":
+		if req.Slots == nil {
+			res.Err = "slots: no request"
+			break
+		}
+		n.serveSlotRPC(req.Slots, &res)
 	default:
 		res.Err = "unknown op " + strconv.Quote(req.Op)
 	}

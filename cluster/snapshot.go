@@ -19,7 +19,7 @@ func (n *Node) snapshotLoop() {
 			return
 		case <-t.C:
 		}
-		for range n.nShards {
+		for range n.NumShards() {
 			if s, err := n.snapshotOnce(); s < 0 || err != nil {
 				break
 			}

@@ -1,6 +1,10 @@
 package cluster
 
-import "time"
+import (
+	"time"
+
+	"github.com/raftstream/raftstream/slots"
+)
 
 // The views a node gives of the cluster: what CLUSTER SLOTS/SHARDS/NODES,
 // MOVED and INFO are built from. They are plain values, copied out under the
@@ -12,6 +16,11 @@ type Topology struct {
 	Epoch  uint64
 	Nodes  []NodeInfo
 	Shards []ShardInfo // index = shard number
+	// SlotEpoch is the slot map's epoch; Slots the map itself, as runs in
+	// slot order (every slot exactly once); Moves the slot moves in flight.
+	SlotEpoch uint64
+	Slots     []slots.Run
+	Moves     []SlotMove
 }
 
 // NodeInfo is one cluster member.
@@ -27,11 +36,12 @@ type NodeInfo struct {
 	UpSince time.Time
 }
 
-// ShardInfo is one shard: its slot range and replica set.
+// ShardInfo is one shard: the slot ranges it owns (none for a new or
+// emptied shard) and its replica set (none for a retired shard).
 type ShardInfo struct {
-	FirstSlot, LastSlot int    // inclusive
-	Leader              string // node ID, "" when unknown
-	Replicas            []string
+	Slots    []slots.Range
+	Leader   string // node ID, "" when unknown
+	Replicas []string
 }
 
 // ShardStatus is the Raft state of a local shard replica.

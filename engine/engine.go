@@ -31,6 +31,10 @@ func DefaultConfig() Config {
 type Engine struct {
 	cfg  Config
 	keys map[string]*Value
+	// slotKeys indexes keys by hash slot (slotindex.go): what a slot's
+	// keys are counted, listed and exported from.
+	// Invariant: k is in slotKeys[slots.OfString(k)] iff k is in keys.
+	slotKeys map[uint16]map[string]struct{}
 	// signaled collects keys touched by writes since the last TakeSignaled,
 	// in first-touch order, for waking blocked readers.
 	signaled    []string

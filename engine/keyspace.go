@@ -58,6 +58,7 @@ func (e *Engine) deleteKey(key string) bool {
 	if v.expireAt != 0 {
 		e.expires.remove(v.expireAt, key)
 	}
+	e.unindexSlot(key)
 	if v.Kind == KindStream {
 		e.ret.untrack(key)
 		e.signal(key)
@@ -71,6 +72,9 @@ func (e *Engine) deleteKey(key string) bool {
 func (e *Engine) setKey(key string, v *Value) {
 	old, had := e.keys[key]
 	e.keys[key] = v
+	if !had {
+		e.indexSlot(key)
+	}
 	if had && old.expireAt != 0 {
 		e.expires.remove(old.expireAt, key)
 	}

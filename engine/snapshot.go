@@ -82,20 +82,30 @@ type streamSnap struct {
 func (e *Engine) Snapshot() *Snapshot {
 	sn := &Snapshot{cfg: e.cfg, keys: make([]snapKey, 0, len(e.keys)), retention: slices.Clone(e.ret.policies)}
 	for _, k := range e.sortedKeys() {
-		v := e.keys[k]
-		sk := snapKey{key: k, v: Value{Kind: v.Kind, Str: v.Str, expireAt: v.expireAt}}
-		if v.Kind == KindStream {
-			s := v.Stream
-			st := &streamSnap{nodes: slices.Clone(s.rax.nodes), groups: s.appendGroupsSnapshot(nil),
-				ext: s.appendExtSnapshot(nil)}
-			st.meta = Stream{Length: s.Length, LastID: s.LastID, FirstID: s.FirstID,
-				MaxDeletedID: s.MaxDeletedID, EntriesAdded: s.EntriesAdded}
-			s.rax.gen++
-			sk.st = st
-		}
-		sn.keys = append(sn.keys, sk)
+		sn.keys = append(sn.keys, e.snapKey(k, true))
 	}
 	return sn
+}
+
+// snapKey is the point-in-time view of key (which must exist). With cow
+// the stream's listpacks become copy-on-write for the live engine, so the
+// view may be written later; without, it must be written before the next
+// change to the key (and nothing is changed: safe under a read lock).
+func (e *Engine) snapKey(k string, cow bool) snapKey {
+	v := e.keys[k]
+	sk := snapKey{key: k, v: Value{Kind: v.Kind, Str: v.Str, expireAt: v.expireAt}}
+	if v.Kind == KindStream {
+		s := v.Stream
+		st := &streamSnap{nodes: slices.Clone(s.rax.nodes), groups: s.appendGroupsSnapshot(nil),
+			ext: s.appendExtSnapshot(nil)}
+		st.meta = Stream{Length: s.Length, LastID: s.LastID, FirstID: s.FirstID,
+			MaxDeletedID: s.MaxDeletedID, EntriesAdded: s.EntriesAdded}
+		if cow {
+			s.rax.gen++
+		}
+		sk.st = st
+	}
+	return sk
 }
 
 // WriteTo writes the snapshot's encoding to w.

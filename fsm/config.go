@@ -80,6 +80,12 @@ type Config struct {
 	// on every replica. It runs on Raft's FSM goroutine WITHOUT the FSM lock
 	// held (so it may call StaleRead), and must not block: apply waits for it.
 	Notify func(shard int, keys []string)
+	// KeysOf returns the positions of a command's keys in argv (resp's
+	// command table, wired by cmd): what Apply checks against the slots
+	// this shard is moving (migrate.go). It must be deterministic and the
+	// same on every replica. Nil: the shard refuses to take part in a slot
+	// move as its source.
+	KeysOf func(argv [][]byte) []int
 
 	// HeartbeatTimeout, ElectionTimeout, LeaderLeaseTimeout and CommitTimeout
 	// are hashicorp/raft's; defaults suit a LAN/loopback. CommitTimeout is

@@ -51,6 +51,12 @@ type machine struct {
 	// saves is what INFO persistence reports (saves.go): local statistics,
 	// not replicated state.
 	saves saveStats
+	// mig is the shard's slot-move state (migrate.go), guarded by mu like
+	// eng; nil until the shard first takes part in a move.
+	mig *migration
+	// keysOf returns the positions of a command's keys (Config.KeysOf);
+	// nil: the shard cannot check keys and refuses to fence slots.
+	keysOf func(argv [][]byte) []int
 }
 
 // rememberProposed records that data, about to be proposed, encodes b.
@@ -147,6 +153,10 @@ func (m *machine) applyLocked(b *Batch) [][]engine.Reply {
 	res := make([][]engine.Reply, len(b.Units))
 	var changes uint64
 	for i, u := range b.Units {
+		if refused := m.checkUnit(u); refused != nil {
+			res[i] = refused
+			continue
+		}
 		replies := make([]engine.Reply, len(u))
 		for j, argv := range u {
 			replies[j] = m.execLocked(now, argv)
@@ -161,12 +171,16 @@ func (m *machine) applyLocked(b *Batch) [][]engine.Reply {
 }
 
 // execLocked runs one command. Every log command is the engine's (CONFIG SET
-// and DEBUG RELOAD included): one registry lookup per command.
+// and DEBUG RELOAD included), but for the slot-move commands (RSSLOTS, a
+// unit's ASKING marker: migrate.go), which change the FSM's own state.
 func (m *machine) execLocked(now int64, argv [][]byte) engine.Reply {
 	if execHook != nil {
 		if r, ok := execHook(m.eng, now, argv); ok {
 			return r
 		}
+	}
+	if r, ok := m.slotLogCommand(argv); ok {
+		return r
 	}
 	return m.eng.Exec(now, argv)
 }
@@ -182,8 +196,8 @@ func (m *machine) Snapshot() (raft.FSMSnapshot, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	es := snapshotEngine(m.eng)
-	return &fsmSnapshot{hdr: snapshotHeader{LastNow: m.lastNow, Shard: m.shard, Engine: m.eng.Config()}, eng: es,
-		save: m.saves.begin()}, nil
+	return &fsmSnapshot{hdr: snapshotHeader{LastNow: m.lastNow, Shard: m.shard, Engine: m.eng.Config(),
+		Migration: m.mig.clone()}, eng: es, save: m.saves.begin()}, nil
 }
 
 // Restore implements raft.FSM: it replaces the engine and lastNow with the
@@ -196,7 +210,7 @@ func (m *machine) Restore(rc io.ReadCloser) error {
 	}
 	eng.Advance(hdr.LastNow)
 	m.mu.Lock()
-	m.eng, m.lastNow = eng, hdr.LastNow
+	m.eng, m.lastNow, m.mig = eng, hdr.LastNow, hdr.Migration
 	m.saves.restored()
 	m.appliedIndex, m.appliedTerm = 0, 0
 	m.mu.Unlock()

@@ -92,6 +92,7 @@ func Open(cfg Config) (*Shard, error) {
 	cache := newLogCache(store, cfg.LogCacheEntries, cfg.LogCacheBytes)
 	logs := &storeSignal{logCache: cache, beginCh: make(chan struct{}, 1), endCh: make(chan struct{}, 1)}
 	m := newMachine(cfg.ShardID, cfg.Engine, cfg.Notify, log)
+	m.keysOf = cfg.KeysOf
 	r, err := raft.NewRaft(cfg.raftConfig(), m, logs, store, snaps, cfg.Transport)
 	if err != nil {
 		store.Close()

@@ -12,11 +12,15 @@ import (
 	"github.com/raftstream/raftstream/engine"
 )
 
-// Snapshot format, version 1 (the payload of raft's snapshot file; raft's
+// Snapshot format, version 2 (the payload of raft's snapshot file; raft's
 // file store adds its own CRC-64 over the whole payload):
 //
 //	snapshot = magic:"rsfsm"  version:u8  lastNow:uvarint  shard:uvarint
-//	           nodeMaxBytes:uvarint  nodeMaxEntries:uvarint  engine
+//	           nodeMaxBytes:uvarint  nodeMaxEntries:uvarint  migration  engine
+//
+// migration is the shard's slot-move state (migrate.go, appendMigration);
+// version 1 has none (a shard that never took part in a move). Both are
+// read; testdata/snapshot_v*.golden pin the encodings.
 //
 // engine is (*engine.Snapshot).WriteTo's output, read back by
 // engine.Restore, and runs to the end of the snapshot. The engine
@@ -25,14 +29,15 @@ import (
 
 const (
 	snapshotMagic   = "rsfsm"
-	snapshotVersion = 1
+	snapshotVersion = 2
 )
 
 // snapshotHeader is the FSM-level state saved with each snapshot.
 type snapshotHeader struct {
-	LastNow int64
-	Shard   int
-	Engine  engine.Config
+	LastNow   int64
+	Shard     int
+	Engine    engine.Config
+	Migration *migration
 }
 
 func (h *snapshotHeader) appendTo(dst []byte) []byte {
@@ -42,7 +47,7 @@ func (h *snapshotHeader) appendTo(dst []byte) []byte {
 	dst = binary.AppendUvarint(dst, uint64(h.Shard))
 	dst = binary.AppendUvarint(dst, uint64(h.Engine.NodeMaxBytes))
 	dst = binary.AppendUvarint(dst, uint64(h.Engine.NodeMaxEntries))
-	return dst
+	return appendMigration(dst, h.Migration)
 }
 
 // engineSnapshot is the part of *engine.Snapshot the FSM uses.
@@ -99,8 +104,9 @@ func readSnapshot(r io.Reader) (snapshotHeader, *engine.Engine, error) {
 	if string(magic[:len(snapshotMagic)]) != snapshotMagic {
 		return h, nil, fmt.Errorf("%w: magic %q", errBadSnapshot, magic[:len(snapshotMagic)])
 	}
-	if magic[len(snapshotMagic)] != snapshotVersion {
-		return h, nil, fmt.Errorf("%w: version %d", errBadSnapshot, magic[len(snapshotMagic)])
+	version := magic[len(snapshotMagic)]
+	if version != 1 && version != snapshotVersion {
+		return h, nil, fmt.Errorf("%w: version %d", errBadSnapshot, version)
 	}
 	var vals [4]uint64
 	for i := range vals {
@@ -112,6 +118,13 @@ func readSnapshot(r io.Reader) (snapshotHeader, *engine.Engine, error) {
 	}
 	h.LastNow, h.Shard = int64(vals[0]), int(vals[1])
 	h.Engine = engine.Config{NodeMaxBytes: int(vals[2]), NodeMaxEntries: int(vals[3])}
+	if version >= 2 {
+		mg, err := readMigration(br)
+		if err != nil {
+			return h, nil, fmt.Errorf("%w: %v", errBadSnapshot, err)
+		}
+		h.Migration = mg
+	}
 	eng, err := restoreEngine(br)
 	if err != nil {
 		return h, nil, fmt.Errorf("%w: engine: %v", errBadSnapshot, err)

@@ -7,6 +7,7 @@ import (
 	"github.com/raftstream/raftstream/engine"
 	"github.com/raftstream/raftstream/fsm"
 	"github.com/raftstream/raftstream/fsm/nodelog"
+	"github.com/raftstream/raftstream/slots"
 )
 
 // Backend is what the RESP server needs from the node it runs on
@@ -73,4 +74,27 @@ type Backend interface {
 	// BusStats reports the node's cluster-bus traffic and its view of the
 	// controller group (INFO bus).
 	BusStats() cluster.BusStats
+
+	// Slot moves (asking.go, slots_cmds.go).
+	//
+	// ReadChecked is Read for commands: fn also gets the shard's checker,
+	// which says, at the state fn sees, whether a command's keys are
+	// served by that shard or where they must go (fsm.AsRedirect).
+	ReadChecked(ctx context.Context, shard int, stale bool, fn func(e *engine.Engine, check fsm.Checker)) error
+	// SlotMoving reports whether slot is in a move in flight, and its
+	// source and target shards.
+	SlotMoving(slot int) (from, to int, ok bool)
+	// ImportingShard is the shard a command sent with ASKING for slot goes
+	// to: the one importing the slot; false when no shard is.
+	ImportingShard(slot int) (int, bool)
+	// MoveSlots asks the controller to move the slots of r to shard to and
+	// returns the IDs of the moves recorded (none when already there).
+	MoveSlots(ctx context.Context, r slots.Range, to int) ([]uint64, error)
+	// SlotsStatus lists the moves in flight with their drivers' progress.
+	SlotsStatus(ctx context.Context) []cluster.MoveStatus
+	// AddShard adds a shard (a Raft group) on nodes, or where the
+	// controller places it, and returns its number.
+	AddShard(ctx context.Context, nodes []string) (int, error)
+	// RemoveShard retires an empty shard that owns no slot.
+	RemoveShard(ctx context.Context, shard int) error
 }

@@ -100,7 +100,7 @@ func TestBackupSession(t *testing.T) {
 		t.Errorf("backup's XPENDING %v", got)
 	}
 	want := fmt.Sprintf("[shard %d index 3003 term 1 time %v shards 2 slots [[%d %d]]]", shard, hdrArr[7],
-		be.slotMap.Range(shard).First, be.slotMap.Range(shard).Last)
+		be.slotMap.RangesOf(shard)[0].First, be.slotMap.RangesOf(shard)[0].Last)
 	if got := fmt.Sprint(hdrArr); got != want {
 		t.Errorf("header %s, want %s", got, want)
 	}

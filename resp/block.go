@@ -219,11 +219,11 @@ func claimRecheck(cmd *command.Command, argv [][]byte) time.Duration {
 }
 
 // blockingRead serves XREAD/XREADGROUP with BLOCK ms (0 = forever).
-func (s *Server) blockingRead(c *client, cmd *command.Command, shard, slot int, argv [][]byte, ms int64) reply {
+func (s *Server) blockingRead(c *client, cmd *command.Command, shard, slot int, argv [][]byte, ms int64, asking bool) reply {
 	argv = stripBlock(cmd, argv)
 	keyIdx := cmd.Keys(argv)
 	if len(keyIdx) == 0 {
-		return s.attempt(c, cmd, shard, slot, argv)
+		return s.attempt(c, cmd, shard, slot, argv, asking)
 	}
 	keys := make([]string, len(keyIdx))
 	for i, k := range keyIdx {
@@ -262,7 +262,7 @@ func (s *Server) blockingRead(c *client, cmd *command.Command, shard, slot int, 
 		recheck = t.C
 	}
 	for woken := false; ; woken = true {
-		r := s.attempt(c, cmd, shard, slot, argv)
+		r := s.attempt(c, cmd, shard, slot, argv, asking)
 		if er, isErr := r.(*engine.Error); isErr && woken {
 			r = s.wokenError(c, w.group, shard, slot, keys, er)
 		}
@@ -292,6 +292,12 @@ func (s *Server) blockingRead(c *client, cmd *command.Command, shard, slot int, 
 					return nil
 				}
 				if r := s.notLeading(c, shard, slot); r != nil {
+					if u := s.endBlocked(c); u != nil {
+						return u
+					}
+					return r
+				}
+				if r := s.slotMovedAway(shard, slot); r != nil && !asking {
 					if u := s.endBlocked(c); u != nil {
 						return u
 					}
@@ -407,11 +413,14 @@ func (s *Server) endBlocked(c *client) reply {
 }
 
 // attempt runs one non-blocking try of a blocked read.
-func (s *Server) attempt(c *client, cmd *command.Command, shard, slot int, argv [][]byte) reply {
-	if cmd.Kind == command.KindWrite {
+func (s *Server) attempt(c *client, cmd *command.Command, shard, slot int, argv [][]byte, asking bool) reply {
+	switch {
+	case cmd.Kind == command.KindWrite && asking:
+		return s.writeAsking(c, shard, slot, argv)
+	case cmd.Kind == command.KindWrite:
 		return s.writeOne(c, shard, slot, argv)
 	}
-	return s.read(c, shard, slot, argv)
+	return s.readAsk(c, shard, slot, argv, asking)
 }
 
 // resolveDollar replaces XREAD's "$" IDs by the streams' current last IDs.

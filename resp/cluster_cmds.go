@@ -1,14 +1,17 @@
 package resp
 
 import (
+	"context"
 	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/raftstream/raftstream/cluster"
 	"github.com/raftstream/raftstream/engine"
+	"github.com/raftstream/raftstream/slots"
 )
 
 // CLUSTER subcommands, answered from Backend.Topology (and the engines for
@@ -59,15 +62,20 @@ func shardNodes(top cluster.Topology, sh cluster.ShardInfo) []cluster.NodeInfo {
 	return append(out, self...)
 }
 
-// cmdClusterSlots lists each shard's slot range with its leader first and
-// its followers as replicas (where READONLY connections may read); a
-// follower seen down is left out, as Redis leaves out failed replicas.
+// cmdClusterSlots answers one row per run of consecutive slots owned by one
+// shard, in slot order (Redis 7.0 walks the slots in order too), each with
+// the shard's leader first and its followers as replicas (where READONLY
+// connections may read); a follower seen down is left out, as Redis leaves
+// out failed replicas.
 func cmdClusterSlots(s *Server, c *client, argv [][]byte) reply {
 	top := s.be.Topology()
 	out := engine.Array{}
-	for _, sh := range top.Shards {
-		row := engine.Array{engine.Integer(sh.FirstSlot), engine.Integer(sh.LastSlot)}
-		for i, n := range shardNodes(top, sh) {
+	for _, run := range top.Slots {
+		if run.Shard >= len(top.Shards) {
+			continue
+		}
+		row := engine.Array{engine.Integer(run.First), engine.Integer(run.Last)}
+		for i, n := range shardNodes(top, top.Shards[run.Shard]) {
 			if i > 0 && !n.Up {
 				continue
 			}
@@ -78,10 +86,16 @@ func cmdClusterSlots(s *Server, c *client, argv [][]byte) reply {
 	return out
 }
 
+// cmdClusterShards answers one entry per live shard (a retired shard has no
+// replicas and is left out), its slot ranges as start/end pairs — none for
+// a shard that owns no slot, as Redis shows a master without slots.
 func cmdClusterShards(s *Server, c *client, argv [][]byte) reply {
 	top := s.be.Topology()
 	out := engine.Array{}
 	for _, sh := range top.Shards {
+		if len(sh.Replicas) == 0 && len(top.Nodes) > 1 {
+			continue
+		}
 		var nodes engine.Array
 		for i, n := range shardNodes(top, sh) {
 			role := "replica"
@@ -105,8 +119,12 @@ func cmdClusterShards(s *Server, c *client, argv [][]byte) reply {
 		if nodes == nil {
 			nodes = engine.Array{}
 		}
+		ranges := engine.Array{}
+		for _, r := range sh.Slots {
+			ranges = append(ranges, engine.Integer(r.First), engine.Integer(r.Last))
+		}
 		out = append(out, engine.Map{
-			engine.Bulk("slots"), engine.Array{engine.Integer(sh.FirstSlot), engine.Integer(sh.LastSlot)},
+			engine.Bulk("slots"), ranges,
 			engine.Bulk("nodes"), nodes,
 		})
 	}
@@ -139,6 +157,13 @@ func cmdClusterNodes(s *Server, c *client, argv [][]byte) reply {
 		}
 		fmt.Fprintf(&b, "%s %s:%d@%d %s - 0 0 %d %s", n.ID, n.Host, n.Port, n.Bus, flags, top.Epoch, link)
 		// Contiguous ranges led by the node print as one, as Redis does.
+		var led []slots.Range
+		for _, sh := range top.Shards {
+			if sh.Leader == n.ID {
+				led = append(led, sh.Slots...)
+			}
+		}
+		sort.Slice(led, func(i, j int) bool { return led[i].First < led[j].First })
 		first, last := -1, -1
 		flush := func() {
 			switch {
@@ -149,31 +174,59 @@ func cmdClusterNodes(s *Server, c *client, argv [][]byte) reply {
 				fmt.Fprintf(&b, " %d-%d", first, last)
 			}
 		}
-		for _, sh := range top.Shards {
-			if sh.Leader != n.ID {
-				continue
-			}
-			if first >= 0 && sh.FirstSlot == last+1 {
-				last = sh.LastSlot
+		for _, r := range led {
+			if first >= 0 && r.First == last+1 {
+				last = r.Last
 				continue
 			}
 			flush()
-			first, last = sh.FirstSlot, sh.LastSlot
+			first, last = r.First, r.Last
 		}
 		flush()
+		if n.ID == top.MyID {
+			writeOpenSlots(&b, top)
+		}
 		b.WriteString("\n")
 	}
 	return engine.BulkString(b.String())
 }
 
+// writeOpenSlots adds Redis's open-slot marks to this node's CLUSTER NODES
+// line for the moves in flight whose source ([slot->-target]) or target
+// ([slot-<-source]) shard it leads, naming the other side's leader.
+func writeOpenSlots(b *strings.Builder, top cluster.Topology) {
+	leader := func(shard int) string {
+		if shard >= 0 && shard < len(top.Shards) && top.Shards[shard].Leader != "" {
+			return top.Shards[shard].Leader
+		}
+		return "-"
+	}
+	for _, mv := range top.Moves {
+		from, to := leader(mv.From), leader(mv.To)
+		for sl := mv.First; sl <= mv.Last; sl++ {
+			switch top.MyID {
+			case from:
+				fmt.Fprintf(b, " [%d->-%s]", sl, to)
+			case to:
+				fmt.Fprintf(b, " [%d-<-%s]", sl, from)
+			}
+		}
+	}
+}
+
 func cmdClusterInfo(s *Server, c *client, argv [][]byte) reply {
 	top := s.be.Topology()
-	assigned, ok := 0, 0
-	for _, sh := range top.Shards {
-		n := sh.LastSlot - sh.FirstSlot + 1
+	assigned, ok, size := 0, 0, 0
+	for _, run := range top.Slots {
+		n := run.Last - run.First + 1
 		assigned += n
-		if sh.Leader != "" {
+		if run.Shard < len(top.Shards) && top.Shards[run.Shard].Leader != "" {
 			ok += n
+		}
+	}
+	for _, sh := range top.Shards {
+		if len(sh.Slots) > 0 {
+			size++
 		}
 	}
 	state := "ok"
@@ -188,9 +241,11 @@ func cmdClusterInfo(s *Server, c *client, argv [][]byte) reply {
 	w("cluster_slots_pfail", 0)
 	w("cluster_slots_fail", assigned-ok)
 	w("cluster_known_nodes", len(top.Nodes))
-	w("cluster_size", len(top.Shards))
+	w("cluster_size", size)
 	w("cluster_current_epoch", top.Epoch)
 	w("cluster_my_epoch", top.Epoch)
+	w("raftstream_slots_epoch", top.SlotEpoch)
+	w("raftstream_slot_moves", len(top.Moves))
 	w("raftstream_shards", s.be.NumShards())
 	return engine.BulkString(b.String())
 }
@@ -203,22 +258,42 @@ func slotArg(b []byte) (int, *errReply) {
 	return int(n), nil
 }
 
-// keysInSlot lists the keys of slot (sorted), reading its shard's engine.
-func (s *Server) keysInSlot(c *client, slot int) ([]string, reply) {
-	sh := s.be.ShardOfSlot(slot)
-	r := s.read(c, sh, slot, [][]byte{[]byte("KEYS"), []byte("*")})
-	arr, ok := r.(engine.Array)
-	if !ok {
-		return nil, r
+// slotKeys reads the keys of slot this node holds, as Redis counts a node's
+// own keys: those of the shards it leads (every shard it hosts, on a
+// READONLY connection) that may hold keys of the slot — its owner, and
+// both sides of a move in flight. It returns how many, and (count >= 0) up
+// to count of them in byte order. A node holding none answers 0.
+func (s *Server) slotKeys(c *client, slot, count int) (int, []string, reply) {
+	cands := []int{s.be.ShardOfSlot(slot)}
+	if from, to, ok := s.be.SlotMoving(slot); ok {
+		cands = append(cands, from, to)
 	}
-	var out []string
-	for _, k := range arr {
-		if b, ok := k.(engine.BulkString); ok && slotOf(b) == slot {
-			out = append(out, string(b))
+	local := s.localShards(c)
+	total := 0
+	var keys []string
+	seen := map[int]bool{}
+	for _, sh := range cands {
+		if seen[sh] || !slices.Contains(local, sh) {
+			continue
+		}
+		seen[sh] = true
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.WriteTimeout)
+		err := s.be.Read(ctx, sh, c.readonly, func(e *engine.Engine) {
+			total += e.CountKeysInSlot(slot)
+			if count >= 0 {
+				keys = append(keys, e.KeysInSlot(slot, count)...)
+			}
+		})
+		cancel()
+		if err != nil {
+			return 0, nil, s.mapReadError(err, slot)
 		}
 	}
-	sort.Strings(out)
-	return out, nil
+	sort.Strings(keys)
+	if count >= 0 && len(keys) > count {
+		keys = keys[:count]
+	}
+	return total, keys, nil
 }
 
 func cmdClusterCountKeys(s *Server, c *client, argv [][]byte) reply {
@@ -226,11 +301,11 @@ func cmdClusterCountKeys(s *Server, c *client, argv [][]byte) reply {
 	if er != nil {
 		return er
 	}
-	keys, r := s.keysInSlot(c, slot)
+	n, _, r := s.slotKeys(c, slot, -1)
 	if r != nil {
 		return r
 	}
-	return engine.Integer(len(keys))
+	return engine.Integer(n)
 }
 
 func cmdClusterGetKeys(s *Server, c *client, argv [][]byte) reply {
@@ -242,13 +317,13 @@ func cmdClusterGetKeys(s *Server, c *client, argv [][]byte) reply {
 	if !ok || n < 0 {
 		return errorf("ERR Invalid number of keys")
 	}
-	keys, r := s.keysInSlot(c, slot)
+	_, keys, r := s.slotKeys(c, slot, int(min(n, 1<<30)))
 	if r != nil {
 		return r
 	}
 	out := engine.Array{}
-	for i := 0; i < len(keys) && int64(i) < n; i++ {
-		out = append(out, engine.Bulk(keys[i]))
+	for _, k := range keys {
+		out = append(out, engine.Bulk(k))
 	}
 	return out
 }

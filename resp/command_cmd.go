@@ -172,7 +172,9 @@ func docArgs(args []command.Arg) engine.Array {
 		if a.KeySpecIndex != nil {
 			m = append(m, engine.Bulk("key_spec_index"), engine.Integer(*a.KeySpecIndex))
 		}
-		m = appendIf(m, "token", a.Token)
+		if a.Token != nil {
+			m = append(m, engine.Bulk("token"), engine.Bulk(*a.Token))
+		}
 		m = appendIf(m, "summary", a.Summary)
 		m = appendIf(m, "since", a.Since)
 		m = appendIf(m, "deprecated_since", a.DeprecatedSince)

@@ -22,6 +22,9 @@ type request struct {
 	// is set when the keys live on different shards.
 	shard, slot int
 	crossSlot   bool
+	// asking is set for a command sent after ASKING and routed to the
+	// shard importing its slot (askRoute, asking.go).
+	asking bool
 	// block is set for a blocking read given a BLOCK timeout (ms).
 	block   bool
 	blockMs int64
@@ -135,7 +138,7 @@ func (s *Server) hooked(c *client, r *request) *errReply {
 // batchable reports whether an admitted request may join the pipeline's
 // batches: a read or write of one shard, outside MULTI, not blocking.
 func (r *request) batchable(c *client) bool {
-	return c.multi == nil && r.engineCmd() && !r.block && r.shard >= 0
+	return c.multi == nil && r.engineCmd() && !r.block && r.shard >= 0 && !r.asking
 }
 
 // exec runs an admitted request outside the batches and returns its reply
@@ -150,13 +153,15 @@ func (s *Server) exec(c *client, r *request) reply {
 		// the answer depends on no keyspace.
 		return engine.Keyless(nowMs(), argv)
 	case r.block:
-		return s.blockingRead(c, cmd, r.shard, r.slot, argv, r.blockMs)
+		return s.blockingRead(c, cmd, r.shard, r.slot, argv, r.blockMs, r.asking)
+	case cmd.Kind == command.KindWrite && r.asking:
+		return s.writeAsking(c, r.shard, r.slot, argv)
 	case cmd.Kind == command.KindWrite:
 		// The shard validates the command before proposing it (fsm.Submit),
 		// so garbage never enters the log.
 		return s.writeOne(c, r.shard, r.slot, argv)
 	default:
-		return s.read(c, r.shard, r.slot, argv)
+		return s.readAsk(c, r.shard, r.slot, argv, r.asking)
 	}
 }
 

@@ -12,8 +12,10 @@
 // where it runs. Every path then passes the same admission checks (admit:
 // authentication, ACL, maxmemory, CROSSSLOT):
 //
-//   - KindWrite: keys → slot (slots.Of) → shard (Backend.ShardOfSlot); keys
-//     on different shards get CROSSSLOT; the command is proposed to the
+//   - KindWrite: keys → slot (slots.Of) → shard (Backend.ShardOfSlot); in a
+//     cluster (more than one shard) keys in different slots get CROSSSLOT,
+//     as in Redis Cluster, while a node of one shard takes any keys
+//     together, as a standalone Redis; the command is proposed to the
 //     shard's Raft group with Backend.Submit and answered when applied. The
 //     reply is the engine's, produced on every replica at the same log
 //     position.

@@ -64,8 +64,11 @@ func localHandlers() map[string]localFunc {
 		// raftstream administration (admin_cmds.go)
 		"raftstream|status": cmdRaftstreamStatus, "raftstream|transfer-leader": cmdRaftstreamTransferLeader,
 		"raftstream|snapshot": cmdRaftstreamSnapshot, "raftstream|remove-node": cmdRaftstreamRemoveNode,
-		"raftstream|retention": cmdRaftstreamRetention, // retention.go
-		"raftstream|backup":    cmdRaftstreamBackup,    // backup.go
+		"raftstream|retention": cmdRaftstreamRetention,                                     // retention.go
+		"raftstream|backup":    cmdRaftstreamBackup,                                        // backup.go
+		"raftstream|slots":     cmdRaftstreamSlots, "raftstream|shard": cmdRaftstreamShard, // slots_cmds.go
+		"cluster|setslot": cmdClusterTopology, "cluster|addslots": cmdClusterTopology, "cluster|delslots": cmdClusterTopology,
+		"cluster|addslotsrange": cmdClusterTopology, "cluster|delslotsrange": cmdClusterTopology, "migrate": cmdMigrate,
 		// command (command_cmd.go)
 		"command": cmdCommand, "command|count": cmdCommandCount, "command|info": cmdCommandInfo,
 		"command|docs": cmdCommandDocs, "command|getkeys": cmdCommandGetKeys, "command|list": cmdCommandList,

@@ -378,6 +378,17 @@ var helpTexts = map[string][]helpBlock{
 			"    Return the next chunk of the open backup (null once all was sent).",
 			"BACKUP ABORT",
 			"    Close the open backup."}},
+		{sub: "slots", since: "raftstream", lines: []string{
+			"SLOTS MOVE <first>-<last>|<slot> <shard>",
+			"    Move the slots, with their keys, to <shard> online; returns the moves' ids.",
+			"SLOTS STATUS",
+			"    Return the slot map's epoch, the moves in flight with their progress, and the map."}},
+		{sub: "shard", since: "raftstream", lines: []string{
+			"SHARD ADD [<node-id> ...]",
+			"    Add a shard (a Raft group) on the nodes given, or where the controller places it;",
+			"    it owns no slot until moves give it some. Returns its number.",
+			"SHARD REMOVE <shard>",
+			"    Retire a shard that owns no slot and holds no key."}},
 	},
 }
 

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/raftstream/raftstream/engine"
+	"github.com/raftstream/raftstream/fsm"
 )
 
 // Keyspace commands that span every local shard. Each shard's engine answers
@@ -141,11 +142,18 @@ func (s *Server) waitUnit(f futureLike) ([]reply, error) {
 }
 
 // readUnit runs several read commands under one Read (an EXEC of reads).
-func (s *Server) readUnit(c *client, shard, slot int, unit [][][]byte) ([]reply, reply) {
+func (s *Server) readUnit(c *client, shard, slot int, unit [][][]byte, asking bool) ([]reply, reply) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.WriteTimeout)
 	defer cancel()
 	out := make([]reply, len(unit))
-	err := s.be.Read(ctx, shard, c.readonly, func(e *engine.Engine) {
+	var refused reply
+	err := s.be.ReadChecked(ctx, shard, c.readonly, func(e *engine.Engine, check fsm.Checker) {
+		for _, argv := range unit {
+			if r := check(argv, asking); r != nil {
+				refused = r // the transaction goes elsewhere as a whole
+				return
+			}
+		}
 		now := e.ReadTime(nowMs())
 		for i, argv := range unit {
 			out[i] = e.Exec(now, argv)
@@ -153,6 +161,9 @@ func (s *Server) readUnit(c *client, shard, slot int, unit [][][]byte) ([]reply,
 	})
 	if err != nil {
 		return nil, s.mapReadError(err, slot)
+	}
+	if refused != nil {
+		return nil, s.redirect(refused, slot)
 	}
 	return out, nil
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/raftstream/raftstream/engine"
+	"github.com/raftstream/raftstream/fsm"
 )
 
 // Client buffer limits (Redis's client-query-buffer-limit and
@@ -354,12 +355,14 @@ func (s *Server) readRunBounded(c *client, shard, slot int, unit [][][]byte) (ou
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.WriteTimeout)
 	defer cancel()
 	out = make([]reply, len(unit))
-	err := s.be.Read(ctx, shard, c.readonly, func(e *engine.Engine) {
+	err := s.be.ReadChecked(ctx, shard, c.readonly, func(e *engine.Engine, check fsm.Checker) {
 		now := e.ReadTime(nowMs())
 		var total int64
 		ran = 0
 		for i, argv := range unit {
-			out[i] = e.Exec(now, argv)
+			if out[i] = check(argv, false); out[i] == nil {
+				out[i] = e.Exec(now, argv)
+			}
 			ran++
 			if budget > 0 {
 				if total += replySize(out[i]); total > budget {
@@ -370,6 +373,9 @@ func (s *Server) readRunBounded(c *client, shard, slot int, unit [][][]byte) (ou
 	})
 	if err != nil {
 		return nil, 0, s.mapReadError(err, slot)
+	}
+	for i := range out[:ran] {
+		out[i] = s.redirect(out[i], slot) // outside the read: needs the topology
 	}
 	return out, ran, nil
 }

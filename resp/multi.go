@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/raftstream/raftstream/engine"
+	"github.com/raftstream/raftstream/fsm"
 	"github.com/raftstream/raftstream/resp/command"
 )
 
@@ -15,6 +16,13 @@ type multiState struct {
 	dirty bool // a command failed to queue: EXEC aborts
 	shard int  // shard of the queued keys, -1 while none
 	slot  int
+	// crossSlot is set when queued commands' keys live in different slots
+	// of a cluster (or shards): EXEC answers CROSSSLOT, as Redis Cluster
+	// checks the transaction as a whole when it runs.
+	crossSlot bool
+	// asking is set when the keyed commands were sent with ASKING and
+	// routed to the shard importing their slot (asking.go).
+	asking bool
 }
 
 func cmdMulti(s *Server, c *client, _ [][]byte) reply {
@@ -62,11 +70,12 @@ func (s *Server) multiQueue(c *client, r *request) reply {
 		return errNoMulti
 	}
 	if r.shard >= 0 {
-		if m.shard >= 0 && r.shard != m.shard {
-			m.dirty = true
-			return errCrossSlot
+		switch {
+		case m.shard < 0:
+			m.shard, m.slot, m.asking = r.shard, r.slot, r.asking
+		case r.shard != m.shard || (r.slot != m.slot && s.be.NumShards() > 1):
+			m.crossSlot = true
 		}
-		m.shard, m.slot = r.shard, r.slot
 	}
 	m.queue = append(m.queue, r.argv)
 	m.cmds = append(m.cmds, r.cmd)
@@ -98,6 +107,9 @@ func cmdExec(s *Server, c *client, argv [][]byte) reply {
 	if m.dirty {
 		return errExecAbort
 	}
+	if m.crossSlot {
+		return errCrossSlot
+	}
 	c.lastExec = m.queue
 	shard := m.shard
 	if shard < 0 {
@@ -115,14 +127,23 @@ func cmdExec(s *Server, c *client, argv [][]byte) reply {
 	var wrote futureLike // the unit, once applied, when it writes
 	if len(unit) > 0 {
 		if writes {
+			if m.asking {
+				unit = fsm.AskingUnit(unit)
+			}
 			f := s.be.Submit(shard, unit)
 			rs, err := s.waitUnit(f)
 			if err != nil {
 				return s.mapError(err, m.slot)
 			}
+			if m.asking && len(rs) > 0 {
+				rs, unit = rs[1:], unit[1:]
+			}
+			if r := s.firstRedirect(rs, m.slot); r != nil {
+				return r // the FSM refused the transaction whole
+			}
 			engineReplies, wrote = rs, f
 		} else {
-			rs, er := s.readUnit(c, shard, m.slot, unit)
+			rs, er := s.readUnit(c, shard, m.slot, unit, m.asking)
 			if er != nil {
 				return er
 			}

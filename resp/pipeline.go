@@ -119,6 +119,7 @@ func (s *Server) runPipeline(c *client, argvs [][][]byte) {
 		s.stats.commands.Add(1)
 		start := p.now()
 		r := s.classify(argv)
+		s.askRoute(c, &r)
 		if r.batchable(c) {
 			if er := s.admit(c, &r); er == nil {
 				if r.cmd.Kind == command.KindRead {
@@ -147,9 +148,17 @@ func (s *Server) runPipeline(c *client, argvs [][][]byte) {
 // the write cannot join it.
 func (p *pipeline) addWrite(r *request, start time.Time) {
 	size := argvSize(r.argv)
-	if len(p.run) > 0 && (r.shard != p.runShard || len(p.run) >= maxRunCommands || p.runBytes+size > maxRunBytes) {
+	// A write to a moving slot goes alone: the FSM may refuse it, and a
+	// refused unit takes its other commands along (asking.go).
+	alone := p.s.isolateMoving(r.slot)
+	if len(p.run) > 0 && (alone || r.shard != p.runShard || len(p.run) >= maxRunCommands || p.runBytes+size > maxRunBytes) {
 		p.submitRun()
 	}
+	defer func() {
+		if alone {
+			p.submitRun()
+		}
+	}()
 	p.runShard, p.runBytes = r.shard, p.runBytes+size
 	p.run = append(p.run, pending{shard: r.shard, slot: r.slot, proto: p.c.proto, argv: r.argv, cmd: r.cmd, start: start})
 }
@@ -164,7 +173,7 @@ func (p *pipeline) submitRun() {
 	// shard's queue. Never block while holding permits (answer the
 	// submitted writes first), so connections cannot deadlock on each
 	// other.
-	sem := p.s.sem[p.runShard]
+	sem := p.s.semFor(p.runShard)
 	select {
 	case sem <- struct{}{}:
 	default:

@@ -83,17 +83,18 @@ type Server struct {
 	mu      sync.Mutex
 	clients map[int64]*client
 
-	acl      *acl.Store      // users (acl.go)
-	aclLog   acl.Log         // ACL LOG
-	aclSync  aclSync         // replay of replicated ACL changes (acl_repl.go)
-	conns    connLimits      // live connection limits (limits.go)
-	mem      memWatch        // maxmemory verdict (limits.go)
-	buf      bufLimits       // client query/output buffer limits (limits_buf.go)
-	maxBulk  atomic.Int64    // proto-max-bulk-len in force
-	slow     slowLog         // SLOWLOG (slowlog.go)
-	lat      latencyMonitor  // LATENCY (latency.go)
-	fwd      *forwarder      // nil unless Config.Forwarding
-	sem      []chan struct{} // per shard: pipelined writes in flight (MaxInFlight)
+	acl      *acl.Store                      // users (acl.go)
+	aclLog   acl.Log                         // ACL LOG
+	aclSync  aclSync                         // replay of replicated ACL changes (acl_repl.go)
+	conns    connLimits                      // live connection limits (limits.go)
+	mem      memWatch                        // maxmemory verdict (limits.go)
+	buf      bufLimits                       // client query/output buffer limits (limits_buf.go)
+	maxBulk  atomic.Int64                    // proto-max-bulk-len in force
+	slow     slowLog                         // SLOWLOG (slowlog.go)
+	lat      latencyMonitor                  // LATENCY (latency.go)
+	fwd      *forwarder                      // nil unless Config.Forwarding
+	sems     atomic.Pointer[[]chan struct{}] // per shard: pipelined writes in flight (MaxInFlight); semFor
+	semMu    sync.Mutex                      // serialises growing sems
 	waiters  *waiters
 	nBlocked atomic.Int64  // connections currently waiting in a blocking read
 	cmdm     *cmdMetrics   // per-command counts and latencies (metrics_cmds.go)
@@ -146,10 +147,7 @@ func New(be Backend, cfg Config) *Server {
 	if cfg.Forwarding {
 		s.fwd = newForwarder(cfg.RequirePass)
 	}
-	s.sem = make([]chan struct{}, be.NumShards())
-	for i := range s.sem {
-		s.sem[i] = make(chan struct{}, cfg.MaxInFlight)
-	}
+	s.sems.Store(&[]chan struct{}{})
 	s.cmdm = newCmdMetrics()
 	be.SetNotify(s.waiters.notify)
 	return s
@@ -312,17 +310,10 @@ func (s *Server) serve(cn *conn, argvs [][][]byte) {
 	s.runPipeline(c, argvs)
 }
 
-// read runs a read command against the shard's engine.
+// read runs a read command against the shard's engine (or answers where
+// its keys are served: readAsk).
 func (s *Server) read(c *client, shard, slot int, argv [][]byte) reply {
-	var r reply
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.WriteTimeout)
-	defer cancel()
-	// The time is the serving replica's, taken after the read fence (expiry).
-	err := s.be.Read(ctx, shard, c.readonly, func(e *engine.Engine) { r = e.Exec(e.ReadTime(nowMs()), argv) })
-	if err != nil {
-		return s.mapReadError(err, slot)
-	}
-	return r
+	return s.readAsk(c, shard, slot, argv, false)
 }
 
 // futureLike is what waitOne needs from a submitted unit (an *fsm.Future).
@@ -351,7 +342,7 @@ func (s *Server) waitReply(f futureLike, slot, idx, n int) reply {
 	if len(rs) != n {
 		return errorf("ERR internal error: %d replies for %d commands", len(rs), n)
 	}
-	return rs[idx]
+	return s.redirect(rs[idx], slot)
 }
 
 // unitReply maps the outcome of a unit of n commands (waitFutureTimer's)
@@ -363,7 +354,7 @@ func (s *Server) unitReply(rs []engine.Reply, err error, slot, idx, n int) reply
 	if len(rs) != n {
 		return errorf("ERR internal error: %d replies for %d commands", len(rs), n)
 	}
-	return rs[idx]
+	return s.redirect(rs[idx], slot)
 }
 
 // waitFutureTimer waits for f, bounded by WriteTimeout, with the
@@ -408,17 +399,24 @@ func (s *Server) waitOne(f futureLike, slot int) reply {
 }
 
 // route finds the shard and slot of argv's keys: shard -1 for a command
-// without keys, crossSlot when the keys live on different shards.
+// without keys, crossSlot when the keys live in different slots of a
+// cluster (more than one shard: Redis Cluster's rule, whichever shards own
+// the slots, since slots move). A node of one shard behaves as a standalone
+// Redis: any keys go together.
 func (s *Server) route(cmd *command.Command, argv [][]byte) (shard, slot int, crossSlot bool) {
 	shard, slot = -1, -1
 	var buf [8]int // the usual command's key positions: no allocation
-	for _, i := range cmd.AppendKeys(buf[:0], argv) {
+	keys := cmd.AppendKeys(buf[:0], argv)
+	if len(keys) == 0 {
+		return shard, slot, false
+	}
+	perSlot := len(keys) > 1 && s.be.NumShards() > 1
+	for _, i := range keys {
 		sl := slotOf(argv[i])
-		sh := s.be.ShardOfSlot(sl)
-		if shard >= 0 && sh != shard {
+		if slot >= 0 && sl != slot && perSlot {
 			return -1, -1, true
 		}
-		shard, slot = sh, sl
+		shard, slot = s.be.ShardOfSlot(sl), sl
 	}
 	return shard, slot, false
 }

@@ -39,6 +39,12 @@ type fakeBackend struct {
 		index uint64
 	}
 	reads atomic.Int64 // Read calls
+	// check, if set, is every shard's checker (slot moves, asking_test.go);
+	// moving maps a slot in a move to its [from, to] shards.
+	check  func(shard int, argv [][]byte, asking bool) engine.Reply
+	moving map[int][2]int
+	// addShards lets AddShard add shards (asking_test.go).
+	addShards bool
 }
 
 func newFakeBackend(shards int) *fakeBackend {
@@ -51,10 +57,10 @@ func newFakeBackend(shards int) *fakeBackend {
 	for i := 0; i < shards; i++ {
 		b.engines = append(b.engines, engine.New(engine.DefaultConfig()))
 		b.applied = append(b.applied, 0)
-		r := b.slotMap.Range(i)
-		b.top.Shards = append(b.top.Shards, cluster.ShardInfo{FirstSlot: r.First, LastSlot: r.Last,
+		b.top.Shards = append(b.top.Shards, cluster.ShardInfo{Slots: b.slotMap.RangesOf(i),
 			Leader: b.top.MyID, Replicas: []string{b.top.MyID}})
 	}
+	b.top.Slots = b.slotMap.Runs()
 	return b
 }
 

@@ -7,6 +7,10 @@
 // hashed. So {user1000}.following and {user1000}.followers share a slot,
 // foo{}{bar} hashes the whole key and foo{{bar}}zap hashes "{bar".
 //
-// Slots map to shards by contiguous ranges (Ranges): shard i owns
-// [i*16384/n, (i+1)*16384/n - 1]. The package has no network and no state.
+// A Map assigns every slot to one shard. A new cluster of n shards starts
+// with contiguous ranges (NewMap, Ranges): shard i owns
+// [i*16384/n, (i+1)*16384/n - 1]; slots then move between shards
+// (Map.Assign), so a shard may own several ranges or none. The map itself
+// is replicated by the cluster's controller (cluster/slotmap.go); this
+// package has no network and no state.
 package slots

@@ -1,6 +1,7 @@
 package slots
 
 import (
+	"slices"
 	"testing"
 )
 
@@ -69,8 +70,8 @@ func TestRanges(t *testing.T) {
 		m := NewMap(n)
 		for s := 0; s < Count; s++ {
 			i := m.Shard(s)
-			if !m.Range(i).Contains(s) {
-				t.Fatalf("NewMap(%d).Shard(%d) = %d, range %v", n, s, i, m.Range(i))
+			if !rs[i].Contains(s) {
+				t.Fatalf("NewMap(%d).Shard(%d) = %d, range %v", n, s, i, rs[i])
 			}
 		}
 	}
@@ -99,5 +100,45 @@ func BenchmarkOf(b *testing.B) {
 	k := []byte("orders:{12345}:stream")
 	for i := 0; i < b.N; i++ {
 		_ = Of(k)
+	}
+}
+
+func TestMapRunsAndAssign(t *testing.T) {
+	m := NewMap(3)
+	if got := m.Runs(); len(got) != 3 || got[1] != (Run{5461, 10921, 1}) {
+		t.Fatalf("NewMap(3).Runs() = %v", got)
+	}
+	m2, err := m.Assign(Range{100, 199}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Run{{0, 99, 0}, {100, 199, 2}, {200, 5460, 0}, {5461, 10921, 1}, {10922, 16383, 2}}
+	if !slices.Equal(m2.Runs(), want) {
+		t.Fatalf("Assign: runs %v, want %v", m2.Runs(), want)
+	}
+	if m.Shard(150) != 0 || m2.Shard(150) != 2 {
+		t.Fatal("Assign changed the original map or missed a slot")
+	}
+	if got := m2.RangesOf(2); !slices.Equal(got, []Range{{100, 199}, {10922, 16383}}) {
+		t.Fatalf("RangesOf(2) = %v", got)
+	}
+	m3, err := FromRuns(m2.Runs())
+	if err != nil || !m3.Equal(m2) {
+		t.Fatalf("FromRuns(Runs()) = %v, %v", m3, err)
+	}
+	// A shard with no slots keeps its number; Shards counts the highest.
+	m4, _ := m.Assign(Range{0, 16383}, 5)
+	if m4.Shards() != 6 || m4.Owners() != 1 || len(m4.RangesOf(0)) != 0 {
+		t.Fatalf("Assign all to 5: shards %d owners %d", m4.Shards(), m4.Owners())
+	}
+	for _, bad := range [][]Run{
+		{{0, 100, 0}},
+		{{0, 100, 0}, {100, 16383, 1}},
+		{{0, 100, 0}, {102, 16383, 1}},
+		{{0, 16383, -1}},
+	} {
+		if _, err := FromRuns(bad); err == nil {
+			t.Errorf("FromRuns(%v) accepted", bad)
+		}
 	}
 }

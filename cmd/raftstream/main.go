@@ -90,6 +90,7 @@ type options struct {
 	admin                      adminOptions    // admin.go
 	sec                        securityOptions // security.go
 	gc                         gcOptions       // gcpolicy.go
+	slots                      slotOptions     // slots.go
 	// Test-only (jepsen/ harness): see the --debug-* flags.
 	debugClockOffset time.Duration
 	debugInjectBug   string
@@ -166,6 +167,7 @@ func parseFlags(args []string) (*options, error) {
 	registerAdminFlags(fs, &o.admin)
 	registerSecurityFlags(fs, &o.sec)
 	registerGCFlags(fs, &o.gc)
+	registerSlotFlags(fs, &o.slots)
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (diagnostics)")
 	fs.DurationVar(&o.debugClockOffset, "debug-clock-offset", 0, "TEST ONLY (fault-injection harness): offset this node's wall clock as stamped into log entries (clock skew)")
 	fs.StringVar(&o.debugInjectBug, "debug-inject-bug", "", "TEST ONLY (fault-injection harness self-test): inject a known bug: ack-before-commit, stale-read or drop-pel-update")
@@ -376,6 +378,7 @@ func clusterConfig(o *options, log *slog.Logger) cluster.Config {
 	c.ExpireInterval = o.expireInterval
 	c.RetentionInterval = o.retentionInterval
 	c.TrailingLogs = o.trailingLogs
+	applySlotOptions(&c, o.slots)
 	c.LogStore = o.raftLogStore
 	c.NodeLogSegmentBytes = o.nodeLogSegmentBytes
 	if off := o.debugClockOffset; off != 0 {

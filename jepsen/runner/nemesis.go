@@ -32,6 +32,10 @@ func nemesis(ctx context.Context, cfg Config, w *history.Writer, s *system, log 
 			s.membership(w, log)
 			continue
 		}
+		if f == FaultReshard { // a slot move, or a shard added or retired, in the background
+			s.reshard(w, log)
+			continue
+		}
 		j := i % s.eligible()
 		name, undo, err := inject(ctx, cfg, s, f, j, i, rnd)
 		if err != nil {

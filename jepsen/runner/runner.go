@@ -61,7 +61,7 @@ const (
 // AllFaults lists every fault, client-link ones first (membership early,
 // so that short runs see both its join and its removal).
 var AllFaults = []string{FaultStall, FaultDelay, FaultReset, FaultBlackhole, FaultKill, FaultPause,
-	FaultMembership, FaultBusStall, FaultBusBlackhole, FaultBusDelay, FaultBusReset, FaultPartitionOne, FaultPartitionLeader,
+	FaultMembership, FaultReshard, FaultBusStall, FaultBusBlackhole, FaultBusDelay, FaultBusReset, FaultPartitionOne, FaultPartitionLeader,
 	FaultPartitionHalves, FaultPartitionRing, FaultPartitionBridge, FaultOneWay, FaultLinkDelay,
 	FaultLeaderPause, FaultClockSkew}
 
@@ -144,6 +144,10 @@ func (c *Config) Validate() error {
 		case f == FaultMembership:
 			if c.Bin == "" || c.Nodes < 2 || (c.Netns != nil && c.Netns.Nodes <= c.Nodes) {
 				return fmt.Errorf("runner: fault %q needs a cluster the runner starts (Bin, Nodes > 1; with netns, a namespace for the spare node)", f)
+			}
+		case f == FaultReshard:
+			if c.Bin == "" || c.Nodes < 2 {
+				return fmt.Errorf("runner: fault %q needs a cluster the runner starts (Bin, Nodes > 1)", f)
 			}
 		case slices.Contains(AllFaults, f):
 			if c.Bin == "" {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand"
 	"net"
 	"path/filepath"
 	"slices"
@@ -41,6 +42,7 @@ type system struct {
 	route   map[string]workload.Conn // a node's own address (as MOVED names it) → its proxied conn
 	orig    int                      // the nodes that form the cluster (clients' home nodes): s.nodes[:orig]
 	spare   *spare                   // the membership fault's extra node s.nodes[orig], or nil
+	resh    *resharder               // the reshard fault's state (reshard.go), or nil
 }
 
 // startNodes starts cfg.Nodes servers (or wraps cfg.Addr) and their proxies.
@@ -129,6 +131,9 @@ func startNodes(cfg Config, log *slog.Logger) (*system, error) {
 			s.spare = &spare{i: count, dir: dir, held: held.take(s.nodes[count])}
 			s.nodes[count].Vars["n"] = "1"
 		}
+		if slices.Contains(cfg.Faults, FaultReshard) {
+			s.resh = &resharder{extra: -1, rnd: rand.New(rand.NewSource(cfg.Seed + 7))}
+		}
 		held.release(-1)
 		// Nodes of a new cluster wait for each other: start them together.
 		errs := make([]error, count)
@@ -201,6 +206,9 @@ func (s *system) waitReady(ctx context.Context, keys []string) error {
 func (s *system) heal() error {
 	var errs []error
 	if err := s.settle(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := s.settleReshard(); err != nil {
 		errs = append(errs, err)
 	}
 	for _, p := range s.proxies {

@@ -281,3 +281,13 @@ func isCode(err error, code string) bool {
 	s := err.Error()
 	return len(s) >= len(code) && s[:len(code)] == code
 }
+
+// DoAsking sends ASKING and args in one pipeline, on one connection (the
+// command follows an -ASK redirect), and returns the command's reply.
+func (r Redis) DoAsking(ctx context.Context, args ...any) (any, error) {
+	pipe := r.C.Pipeline()
+	pipe.Do(ctx, "ASKING")
+	cmd := pipe.Do(ctx, args...)
+	_, _ = pipe.Exec(ctx)
+	return cmd.Result()
+}

@@ -42,7 +42,7 @@ type Arg struct {
 	Name            string   `json:"name"`
 	Type            string   `json:"type"` // string, integer, double, key, pattern, unix-time, pure-token, oneof, block
 	KeySpecIndex    *int     `json:"key_spec_index,omitempty"`
-	Token           string   `json:"token,omitempty"`
+	Token           *string  `json:"token,omitempty"` // nil: none; MIGRATE has an empty one
 	Summary         string   `json:"summary,omitempty"`
 	Since           string   `json:"since,omitempty"`
 	DeprecatedSince string   `json:"deprecated_since,omitempty"`

@@ -48,7 +48,8 @@ func decodeArgs(t *testing.T, v any) []command.Arg {
 				n := int(v.(int64))
 				arg.KeySpecIndex = &n
 			case "token":
-				arg.Token = v.(string)
+				tok := v.(string)
+				arg.Token = &tok
 			case "summary":
 				arg.Summary = v.(string)
 			case "since":

@@ -217,7 +217,15 @@ func init() {
 		&Command{Name: "links", Arity: 2, Flags: FlagStale, Categories: "@slow", Tips: []string{"nondeterministic_output"}, Kind: KindLocal, Group: "cluster", Since: "7.0.0", Summary: "Returns a list of all TCP links to and from peer nodes in cluster"},
 		&Command{Name: "myshardid", Arity: 2, Flags: FlagStale, Categories: "@slow", Tips: []string{"nondeterministic_output"}, Kind: KindLocal, Group: "cluster", Since: "7.2.0", Summary: "Returns the shard ID of a node."},
 		&Command{Name: "help", Arity: 2, Flags: fHelp, Categories: "@slow", Kind: KindLocal, Group: "cluster", Since: "5.0.0", Summary: "Show helpful text about the different subcommands"},
+		// Redis's own topology commands: raftstream moves slots itself
+		// (RAFTSTREAM SLOTS MOVE); these answer an error that says so.
+		&Command{Name: "setslot", Arity: -4, Flags: FlagAdmin | FlagStale | FlagNoAsyncLoading, Categories: "@admin @slow @dangerous", Kind: KindLocal, Group: "cluster", Since: "3.0.0", Summary: "Bind a hash slot to a specific node"},
+		&Command{Name: "addslots", Arity: -3, Flags: FlagAdmin | FlagStale | FlagNoAsyncLoading, Categories: "@admin @slow @dangerous", Kind: KindLocal, Group: "cluster", Since: "3.0.0", Summary: "Assign new hash slots to receiving node"},
+		&Command{Name: "delslots", Arity: -3, Flags: FlagAdmin | FlagStale | FlagNoAsyncLoading, Categories: "@admin @slow @dangerous", Kind: KindLocal, Group: "cluster", Since: "3.0.0", Summary: "Set hash slots as unbound in receiving node"},
+		&Command{Name: "addslotsrange", Arity: -4, Flags: FlagAdmin | FlagStale | FlagNoAsyncLoading, Categories: "@admin @slow @dangerous", Kind: KindLocal, Group: "cluster", Since: "7.0.0", Summary: "Assign new hash slots to receiving node"},
+		&Command{Name: "delslotsrange", Arity: -4, Flags: FlagAdmin | FlagStale | FlagNoAsyncLoading, Categories: "@admin @slow @dangerous", Kind: KindLocal, Group: "cluster", Since: "7.0.0", Summary: "Set hash slots as unbound in receiving node"},
 	)
+	add(&Command{Name: "migrate", Arity: -6, Flags: FlagWrite | FlagMovableKeys, First: 3, Last: 3, Step: 1, Categories: "@keyspace @write @slow @dangerous", Tips: []string{"nondeterministic_output"}, Kind: KindLocal, Group: "generic", Since: "2.6.0", Summary: "Atomically transfer a key from a Redis instance to another one."})
 	// ---- raftstream administration ----
 	rs := add(&Command{Name: "raftstream", Arity: -2, Categories: "@admin @slow @dangerous", Group: "server", Since: "7.0.0", Summary: "A container for raftstream administration commands."})
 	sub(rs,
@@ -228,6 +236,8 @@ func init() {
 		&Command{Name: "backup", Arity: -3, Flags: FlagAdmin | FlagNoScript, Categories: "@admin @slow @dangerous", Kind: KindLocal, Group: "server", Since: "7.0.0", Summary: "Reads a shard's state at a linearizable point, on its leader, in chunks (raftstream backup)."},
 		&Command{Name: "remove-node", Arity: 3, Flags: FlagAdmin | FlagNoScript, Categories: "@admin @slow @dangerous", Kind: KindLocal, Group: "server", Since: "7.0.0", Summary: "Drains a member (its replicas move, its leaderships are handed over) and drops it from the cluster."},
 		&Command{Name: "help", Arity: 2, Flags: fHelp, Categories: "@slow", Kind: KindLocal, Group: "server", Since: "7.0.0", Summary: "Show helpful text about the different subcommands"},
+		&Command{Name: "shard", Arity: -3, Flags: FlagAdmin | FlagNoScript, Categories: "@admin @slow @dangerous", Kind: KindLocal, Group: "server", Since: "7.0.0", Summary: "Adds a shard (ADD [node-id ...]) or retires an empty one (REMOVE shard)."},
+		&Command{Name: "slots", Arity: -3, Flags: FlagAdmin | FlagNoScript | FlagStale, Categories: "@admin @slow @dangerous", Kind: KindLocal, Group: "server", Since: "7.0.0", Summary: "Moves hash slots between shards online (MOVE first-last shard) and reports the moves in flight (STATUS)."},
 	)
 	command := add(&Command{Name: "command", Arity: -1, Flags: fHelp, Categories: "@slow @connection", Tips: []string{"nondeterministic_output_order"}, Kind: KindLocal, Group: "server", Since: "2.8.13", Summary: "Get array of Redis command details"})
 	sub(command,
