@@ -149,6 +149,10 @@ type Config struct {
 	// DialTimeout bounds cluster-bus dials and the preamble read of an
 	// accepted connection. Default 5s.
 	DialTimeout time.Duration
+	// NoRaftBus sends every shard group's AppendEntries over the group's
+	// own NetworkTransport instead of the raft bus shared by all groups
+	// (raftbus.go): for comparing the two. The node still accepts the bus.
+	NoRaftBus bool
 
 	// Test-only hooks for the jepsen/ fault-injection harness (flags
 	// --debug-*); production leaves them zero.

@@ -48,7 +48,7 @@ rs_info() {
 # counters kind: "ticks csw logwrites rpcs rpcbytes" of the running cluster.
 counters() {
   if [ "$1" = raftstream ]; then
-    echo "$(pid_ticks "${nodepids[@]}") $(pid_csw "${nodepids[@]}") $(rs_info raft_log_writes) $(rs_info raft_append_rpcs) $(rs_info raft_append_bytes)"
+    echo "$(pid_ticks "${nodepids[@]}") $(pid_csw "${nodepids[@]}") $(rs_info raft_log_writes) $(rs_info raft_append_rpcs) $(rs_info raft_bus_sent_bytes)"
   else
     echo "$(pid_ticks "${nodepids[@]}") $(pid_csw "${nodepids[@]}") 0 0 0"
   fi

@@ -97,6 +97,7 @@ type options struct {
 	// From the environment only (readEnvSwitches).
 	raftLogStore           string
 	nodeLogSegmentBytes    int64
+	noRaftBus              bool
 	debugLogStoreFaultFile string
 }
 
@@ -114,6 +115,10 @@ const (
 	// exists at this path every Raft log write fails with an fsync error
 	// (cluster.Config.LogStoreFaultFile). Never set in production.
 	logStoreFaultEnv = "RAFTSTREAM_DEBUG_LOG_STORE_FAULT_FILE"
+	// raftBusEnv "off" sends every shard group's AppendEntries over the
+	// group's own transport instead of the raft bus the groups share
+	// (cluster.Config.NoRaftBus): for comparing the two.
+	raftBusEnv = "RAFTSTREAM_RAFT_BUS"
 )
 
 // readEnvSwitches fills o's environment-only settings; an empty variable is
@@ -121,6 +126,13 @@ const (
 func readEnvSwitches(o *options) error {
 	o.raftLogStore = os.Getenv(logStoreEnv)
 	o.debugLogStoreFaultFile = os.Getenv(logStoreFaultEnv)
+	switch v := os.Getenv(raftBusEnv); v {
+	case "", "on":
+	case "off":
+		o.noRaftBus = true
+	default:
+		return fmt.Errorf("%s=%q: want on or off", raftBusEnv, v)
+	}
 	if v := os.Getenv(nodeLogSegmentEnv); v != "" {
 		b, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || b <= 0 {
@@ -378,6 +390,7 @@ func clusterConfig(o *options, log *slog.Logger) cluster.Config {
 	c.TrailingLogs = o.trailingLogs
 	c.LogStore = o.raftLogStore
 	c.NodeLogSegmentBytes = o.nodeLogSegmentBytes
+	c.NoRaftBus = o.noRaftBus
 	if off := o.debugClockOffset; off != 0 {
 		c.Now = func() time.Time { return time.Now().Add(off) }
 	}
