@@ -9,7 +9,10 @@
 #                   --appendonly yes --appendfsync always, formed with
 #                   redis-cli --cluster create --cluster-replicas R
 #   raftstream:NxS  raftstream, N nodes × S shards (replication factor
-#                   min(3, N)), measured once its shard leaders are spread
+#                   min(3, N)), measured once its shard leaders are spread;
+#                   raftstream:NxS:VAR=v[,VAR=v] starts its nodes with those
+#                   environment variables (RAFTSTREAM_RAFT_BUS=off: each
+#                   shard group's AppendEntries on its own connections)
 # At every pipeline depth in $PIPELINES, ordersbench produces for $DUR (no
 # consumers); then, unless DRAIN_N is 0, it produces DRAIN_N orders and 4
 # consumers of one group drain them (XREADGROUP COUNT 100, pipelined XACK,
@@ -78,12 +81,15 @@ measure() {
 echo "# round set P XADD/s p50_ms p99_ms errors consumed/s verify cpu_us/xadd csw/xadd logwrites/xadd rpcs/xadd rpcbytes/xadd load1/5/15"
 for round in $(seq "$rounds"); do
   for s in $sets; do
-    kind=${s%%:*} shape=${s#*:}
+    kind=${s%%:*} shape=${s#*:} envs=
+    if [[ $shape == *:* ]]; then envs=${shape#*:} shape=${shape%%:*}; fi
+    for e in ${envs//,/ }; do export "${e?}"; done
     case $kind in
     redis) start_redis_cluster "${shape#3x}" ;;
     raftstream) start_raftstream "${shape%x*}" "${shape#*x}" ;;
-    *) echo "unknown set $s (want redis:3xR or raftstream:NxS)" >&2; exit 2 ;;
+    *) echo "unknown set $s (want redis:3xR or raftstream:NxS[:VAR=v,...])" >&2; exit 2 ;;
     esac
+    for e in ${envs//,/ }; do unset "${e%%=*}"; done
     for P in $pipelines; do
       measure "$round" "$s" "$kind" "$P" "$P" -consumers 0 -duration "$dur"
     done
