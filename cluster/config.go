@@ -149,10 +149,12 @@ type Config struct {
 	// DialTimeout bounds cluster-bus dials and the preamble read of an
 	// accepted connection. Default 5s.
 	DialTimeout time.Duration
-	// NoRaftBus sends every shard group's AppendEntries over the group's
-	// own NetworkTransport instead of the raft bus shared by all groups
-	// (raftbus.go): for comparing the two. The node still accepts the bus.
-	NoRaftBus bool
+	// RaftBus sends every shard group's AppendEntries over the raft bus
+	// shared by all groups (raftbus.go) instead of each group's own
+	// NetworkTransport. Off by default: on a loaded 2-vCPU machine it
+	// showed no gain in CPU per write and a worse tail
+	// (cmd/ordersbench/PERFORMANCE.md). A node accepts the bus either way.
+	RaftBus bool
 
 	// Test-only hooks for the jepsen/ fault-injection harness (flags
 	// --debug-*); production leaves them zero.

@@ -369,7 +369,7 @@ func (n *Node) openShard(i int) (*localShard, error) {
 	acks := newReplication(fc.ElectionTimeout)
 	var gt shardTransport = announcingTransport{tr, &n.bus}
 	var closer raft.WithClose = tr
-	if !n.cfg.NoRaftBus {
+	if n.cfg.RaftBus {
 		bt := n.raftBus.transport(i, tr, &n.bus)
 		gt, closer = bt, bt
 	}

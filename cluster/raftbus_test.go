@@ -370,12 +370,12 @@ func TestRaftBusRedialsAfterTheConnectionFails(t *testing.T) {
 
 // TestNodesReplicateOverTheRaftBus: the shards of a 3-node cluster
 // replicate over the raft bus (writes and bytes counted, nothing falls
-// back), and with NoRaftBus over the groups' own transports (no bus
+// back), and without RaftBus over the groups' own transports (no bus
 // writes) — both replicating every write.
 func TestNodesReplicateOverTheRaftBus(t *testing.T) {
 	for _, noBus := range []bool{false, true} {
-		t.Run(fmt.Sprintf("NoRaftBus=%v", noBus), func(t *testing.T) {
-			tc := startCluster(t, 3, 2, func(c *Config) { c.NoRaftBus = noBus })
+		t.Run(fmt.Sprintf("RaftBus=%v", !noBus), func(t *testing.T) {
+			tc := startCluster(t, 3, 2, func(c *Config) { c.RaftBus = !noBus })
 			defer tc.close()
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
@@ -406,7 +406,7 @@ func TestNodesReplicateOverTheRaftBus(t *testing.T) {
 				t.Fatalf("bus Raft requests %d < AppendEntries sent %d", raftReqs, sum.AppendRPCs)
 			}
 			if noBus != (sum.Writes == 0 && sum.BytesSent == 0) {
-				t.Fatalf("NoRaftBus %v but the bus wrote %d times (%d bytes)", noBus, sum.Writes, sum.BytesSent)
+				t.Fatalf("RaftBus %v but the bus wrote %d times (%d bytes)", !noBus, sum.Writes, sum.BytesSent)
 			}
 		})
 	}

@@ -365,7 +365,7 @@ func (l *StreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 
 // ackingTransport is a shard group's transport as raft sees it: the raft
 // bus's (raftbus.go), or the announcing transport (membership.go) with
-// Config.NoRaftBus, that also reports every follower's
+// without Config.RaftBus, that also reports every follower's
 // successful AppendEntries and InstallSnapshot response to the shard's
 // replication tracker (replication.go), which WAIT waits on. The hook runs
 // on raft's replication goroutine after the response arrived and before

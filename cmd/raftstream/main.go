@@ -97,7 +97,7 @@ type options struct {
 	// From the environment only (readEnvSwitches).
 	raftLogStore           string
 	nodeLogSegmentBytes    int64
-	noRaftBus              bool
+	raftBus                bool
 	debugLogStoreFaultFile string
 }
 
@@ -115,9 +115,9 @@ const (
 	// exists at this path every Raft log write fails with an fsync error
 	// (cluster.Config.LogStoreFaultFile). Never set in production.
 	logStoreFaultEnv = "RAFTSTREAM_DEBUG_LOG_STORE_FAULT_FILE"
-	// raftBusEnv "off" sends every shard group's AppendEntries over the
-	// group's own transport instead of the raft bus the groups share
-	// (cluster.Config.NoRaftBus): for comparing the two.
+	// raftBusEnv "on" sends every shard group's AppendEntries over the
+	// raft bus the groups share instead of each group's own transport
+	// (cluster.Config.RaftBus; default off): for comparing the two.
 	raftBusEnv = "RAFTSTREAM_RAFT_BUS"
 )
 
@@ -127,9 +127,9 @@ func readEnvSwitches(o *options) error {
 	o.raftLogStore = os.Getenv(logStoreEnv)
 	o.debugLogStoreFaultFile = os.Getenv(logStoreFaultEnv)
 	switch v := os.Getenv(raftBusEnv); v {
-	case "", "on":
-	case "off":
-		o.noRaftBus = true
+	case "", "off":
+	case "on":
+		o.raftBus = true
 	default:
 		return fmt.Errorf("%s=%q: want on or off", raftBusEnv, v)
 	}
@@ -390,7 +390,7 @@ func clusterConfig(o *options, log *slog.Logger) cluster.Config {
 	c.TrailingLogs = o.trailingLogs
 	c.LogStore = o.raftLogStore
 	c.NodeLogSegmentBytes = o.nodeLogSegmentBytes
-	c.NoRaftBus = o.noRaftBus
+	c.RaftBus = o.raftBus
 	if off := o.debugClockOffset; off != 0 {
 		c.Now = func() time.Time { return time.Now().Add(off) }
 	}
