@@ -34,6 +34,9 @@ type BusStats struct {
 	CtrlRole       string // this node's controller replica: leader, follower, candidate, "" (none)
 	CtrlLeaderID   string
 	CtrlMembership uint64 // Epoch of the controller Membership this node last adopted
+	// RaftBus counts the shard groups' AppendEntries and the raft bus
+	// that carries them (raftbus.go).
+	RaftBus RaftBusStats
 }
 
 // Requests is every request the node sent on the bus.
@@ -48,7 +51,7 @@ func (n *Node) BusStats() BusStats {
 		RaftRequests: n.bus.raftReqs.Load(), RPCRequests: n.bus.rpcReqs.Load(),
 		GossipPackets: n.bus.gossipPackets.Load(), GossipStreams: n.bus.gossipStreams.Load(),
 		BytesSent: n.bus.sent.Load(), BytesReceived: n.bus.received.Load(),
-		StatusPolls: n.health.polls.Load(), Gossip: "off",
+		StatusPolls: n.health.polls.Load(), Gossip: "off", RaftBus: n.raftBus.Stats(),
 	}
 	if g := n.gossip.Load(); g != nil {
 		s.Gossip = g.mode

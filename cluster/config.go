@@ -149,6 +149,12 @@ type Config struct {
 	// DialTimeout bounds cluster-bus dials and the preamble read of an
 	// accepted connection. Default 5s.
 	DialTimeout time.Duration
+	// RaftBus sends every shard group's AppendEntries over the raft bus
+	// shared by all groups (raftbus.go) instead of each group's own
+	// NetworkTransport. Off by default: on a loaded 2-vCPU machine it
+	// showed no gain in CPU per write and a worse tail
+	// (cmd/ordersbench/PERFORMANCE.md). A node accepts the bus either way.
+	RaftBus bool
 
 	// KeysOf returns the positions of a command's keys in argv: what each
 	// shard's FSM checks commands against while it moves slots

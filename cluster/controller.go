@@ -144,7 +144,7 @@ func (n *Node) openController(members *Membership, bootstrap bool) (*controller,
 	n.cfg.raftTimeouts(&rc.HeartbeatTimeout, &rc.ElectionTimeout, &rc.LeaderLeaseTimeout)
 	f := &topoFSM{changed: make(chan struct{}, 1)}
 	acks := newReplication(rc.ElectionTimeout)
-	r, err := raft.NewRaft(rc, f, store, store, snaps, ackingTransport{announcingTransport{tr, &n.bus}, acks})
+	r, err := raft.NewRaft(rc, f, store, store, snaps, ackingTransport{announcingTransport{tr, &n.bus}, acks, nil})
 	if err != nil {
 		tr.Close()
 		store.Close()

@@ -205,6 +205,10 @@ func (b *addrBook) ServerAddr(id raft.ServerID) (raft.ServerAddress, error) {
 	return raft.ServerAddress(a), nil
 }
 
+// raftRPCTimeout bounds a Raft RPC on the bus, its writes and reads
+// (InstallSnapshot: per raft's rule, scaled by the snapshot's size).
+const raftRPCTimeout = 10 * time.Second
+
 // groupTransport opens the Raft transport of one group hosted here: its
 // connections ride the bus under the group's name, peers' bus addresses come
 // from the address book, and raft records this node by its RESP address
@@ -216,7 +220,7 @@ func (n *Node) groupTransport(group string, raftLog hclog.Logger, maxPool int) *
 		Logger:                shutdownQuiet{raftLog.Named("transport")},
 		Stream:                layer,
 		MaxPool:               maxPool,
-		Timeout:               10 * time.Second,
+		Timeout:               raftRPCTimeout,
 	})
 }
 

@@ -60,6 +60,13 @@ func collectBus(w MetricWriter, s BusStats) {
 	const byteHelp = "Bytes this node sent and received on the cluster bus (TCP and gossip UDP)."
 	w.Counter("raftstream_bus_bytes_total", byteHelp, float64(s.BytesSent), "dir", "sent")
 	w.Counter("raftstream_bus_bytes_total", byteHelp, float64(s.BytesReceived), "dir", "received")
+	rb := s.RaftBus
+	w.Counter("raftstream_raft_append_requests_total", "AppendEntries requests the node's shard groups sent as leaders, heartbeats included.", float64(rb.AppendRPCs))
+	w.Counter("raftstream_raft_heartbeats_total", "Heartbeats among those requests.", float64(rb.Heartbeats))
+	w.Counter("raftstream_raft_bus_written_bytes_total", "Bytes written on the raft bus (AppendEntries of every shard group, requests and answers).", float64(rb.BytesSent))
+	w.Counter("raftstream_raft_bus_writes_total", "Socket writes on the raft bus (each carries every frame queued meanwhile).", float64(rb.Writes))
+	w.Counter("raftstream_raft_bus_fallbacks_total", "AppendEntries sent over a group's own transport because the peer does not accept the raft bus.", float64(rb.Fallbacks))
+	w.Counter("raftstream_raft_bus_busy_total", "AppendEntries refused because the shard group's raft goroutine was 64 requests behind.", float64(rb.Busy))
 	w.Counter("raftstream_bus_status_polls_total", "Status polls sent to members gossip does not cover.", float64(s.StatusPolls))
 	w.Gauge("raftstream_gossip_members", "Members memberlist sees alive (0 without gossip).", float64(s.GossipMembers))
 	w.Gauge("raftstream_controller_voters", "Voters of the controller group in this node's replica's configuration (0 without a replica).", float64(len(s.CtrlVoters)))

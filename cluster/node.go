@@ -32,6 +32,7 @@ type Node struct {
 	// places that many); the cluster's shards are its Membership's.
 	nShards int
 	mux     *Mux
+	raftBus *raftBus // every shard group's AppendEntries (raftbus.go)
 	book    *addrBook
 	self    Member
 
@@ -85,7 +86,7 @@ type state struct {
 // followers acknowledged while it led (replication.go).
 type localShard struct {
 	s    *fsm.Shard
-	tr   *raft.NetworkTransport
+	tr   raft.WithClose // the group's transport, closed with the replica
 	acks *replication
 }
 
@@ -130,6 +131,7 @@ func Open(cfg Config) (*Node, error) {
 		shutdownCh: make(chan struct{}),
 	}
 	mux.stats.Store(&n.bus)
+	n.raftBus = newRaftBus(mux, n.book, log.With("component", "raftbus"), raftRPCTimeout)
 	n.health = newHealth(n)
 	n.mig = &migrator{running: map[uint64]context.CancelFunc{}, prog: map[uint64]*moveProgress{},
 		lim: newRateLimiter(cfg.MigrateRate, cfg.MigrateChunk)}
@@ -379,23 +381,29 @@ func (n *Node) openShard(i int) (*localShard, error) {
 	fc.LogStoreFaultFile = n.cfg.LogStoreFaultFile
 	n.cfg.raftTimeouts(&fc.HeartbeatTimeout, &fc.ElectionTimeout, &fc.LeaderLeaseTimeout)
 	acks := newReplication(fc.ElectionTimeout)
-	fc.Transport = ackingTransport{announcingTransport{tr, &n.bus}, acks}
+	var gt shardTransport = announcingTransport{tr, &n.bus}
+	var closer raft.WithClose = tr
+	if n.cfg.RaftBus {
+		bt := n.raftBus.transport(i, tr, &n.bus)
+		gt, closer = bt, bt
+	}
+	fc.Transport = ackingTransport{gt, acks, &n.raftBus.stats}
 	if err := os.MkdirAll(fc.Dir, 0o755); err != nil {
-		tr.Close()
+		closer.Close()
 		return nil, err
 	}
 	nl, err := n.nodeLog()
 	if err != nil {
-		tr.Close()
+		closer.Close()
 		return nil, err
 	}
 	fc.NodeLog = nl
 	s, err := fsm.Open(fc)
 	if err != nil {
-		tr.Close()
+		closer.Close()
 		return nil, err
 	}
-	return &localShard{s: s, tr: tr, acks: acks}, nil
+	return &localShard{s: s, tr: closer, acks: acks}, nil
 }
 
 // nodeLog opens the node's shared Raft log on first use.
@@ -468,6 +476,7 @@ func (n *Node) close(transfer bool) error {
 			err = errors.Join(err, n.nl.Close())
 		}
 		n.nlMu.Unlock()
+		n.raftBus.Close()
 		if e := n.mux.Close(); err == nil {
 			err = e
 		}

@@ -363,8 +363,9 @@ func (l *StreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 	return l.mux.Dial(string(address), l.group, timeout)
 }
 
-// ackingTransport is a shard group's transport as raft sees it: the
-// announcing transport (membership.go) that also reports every follower's
+// ackingTransport is a shard group's transport as raft sees it: the raft
+// bus's (raftbus.go), or the announcing transport (membership.go) with
+// without Config.RaftBus, that also reports every follower's
 // successful AppendEntries and InstallSnapshot response to the shard's
 // replication tracker (replication.go), which WAIT waits on. The hook runs
 // on raft's replication goroutine after the response arrived and before
@@ -372,13 +373,29 @@ func (l *StreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 // recorded for every follower that stored it. It costs one mutex and one
 // map update per response.
 type ackingTransport struct {
-	announcingTransport
-	acks *replication
+	shardTransport
+	acks  *replication
+	stats *raftBusCounters // the node's shard AppendEntries counters; nil for the controller
+}
+
+// shardTransport is what a shard group's transport offers raft: pre-votes
+// and Close besides raft.Transport.
+type shardTransport interface {
+	raft.Transport
+	raft.WithPreVote
+	raft.WithClose
 }
 
 // AppendEntries implements raft.Transport.
 func (t ackingTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
-	err := t.announcingTransport.AppendEntries(id, target, args, resp)
+	if t.stats != nil {
+		t.stats.appends.Add(1)
+		if isHeartbeat(args) {
+			t.stats.heartbeats.Add(1)
+		}
+		t.stats.entries.Add(uint64(len(args.Entries)))
+	}
+	err := t.shardTransport.AppendEntries(id, target, args, resp)
 	if err == nil && resp.Success {
 		t.acks.ack(id, args.Term, args.PrevLogEntry+uint64(len(args.Entries)))
 	}
@@ -387,7 +404,7 @@ func (t ackingTransport) AppendEntries(id raft.ServerID, target raft.ServerAddre
 
 // InstallSnapshot implements raft.Transport.
 func (t ackingTransport) InstallSnapshot(id raft.ServerID, target raft.ServerAddress, args *raft.InstallSnapshotRequest, resp *raft.InstallSnapshotResponse, data io.Reader) error {
-	err := t.announcingTransport.InstallSnapshot(id, target, args, resp, data)
+	err := t.shardTransport.InstallSnapshot(id, target, args, resp, data)
 	if err == nil && resp.Success {
 		t.acks.ack(id, args.Term, args.LastLogIndex)
 	}

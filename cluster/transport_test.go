@@ -11,7 +11,7 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-func newTestMux(t *testing.T) *Mux {
+func newTestMux(t testing.TB) *Mux {
 	t.Helper()
 	m, err := Listen("127.0.0.1:0", "127.0.0.1:0", 2*time.Second, nil)
 	if err != nil {

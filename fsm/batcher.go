@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -235,24 +236,84 @@ func (s *Shard) drain(carry *proposal) {
 	}
 }
 
-// propose encodes batch as one entry, hands it to Raft and starts a waiter
-// that delivers the outcome and frees the in-flight slot.
+// entry is one log entry the batcher proposed: its batch and proposals,
+// until they are answered. The first of finish (the entry applied here:
+// machine.ApplyBatch) and fail (raft's future failed) frees the in-flight
+// slot and answers the proposals; the other does nothing.
+type entry struct {
+	s     *Shard
+	batch *Batch
+	props []*proposal
+	start time.Time
+	done  atomic.Bool
+}
+
+// finish answers the proposals with res, the replies of the entry applied
+// at index. Called on raft's FSM goroutine, without the FSM lock.
+func (e *entry) finish(res [][]engine.Reply, index uint64) {
+	if !e.done.CompareAndSwap(false, true) {
+		return
+	}
+	s := e.s
+	s.noteApplied(e.start, nil)
+	<-s.inflight
+	k := 0
+	for _, p := range e.props {
+		if p.read {
+			p.fut.complete(nil, nil)
+			continue
+		}
+		if k >= len(res) {
+			// Cannot happen: Apply answers every unit of the entry.
+			p.fut.complete(nil, fmt.Errorf("%w: missing replies", ErrUnknownOutcome))
+			continue
+		}
+		p.fut.completeAt(p.merge(res[k]), nil, index)
+		k++
+	}
+}
+
+// fail answers the proposals of an entry raft did not apply here with the
+// outcome of err, raft's error.
+func (e *entry) fail(err error) {
+	if !e.done.CompareAndSwap(false, true) {
+		return
+	}
+	s := e.s
+	s.noteApplied(e.start, err)
+	<-s.inflight
+	err = s.proposalError(err)
+	for _, p := range e.props {
+		if s.debug.fakeAcks != nil && !p.read {
+			p.fut.complete(p.merge(s.debug.fakeAcks(p.unit, e.batch.TS)), nil)
+			continue
+		}
+		p.fut.complete(nil, err)
+	}
+}
+
+// propose encodes batch as one entry and hands it to Raft. The entry is
+// answered where it applies (entry.finish); a waiter goroutine catches
+// what raft fails instead, and bounds the wait by ApplyTimeout.
 func (s *Shard) propose(batch []*proposal) {
-	b := Batch{TS: s.cfg.Now().UnixMilli()}
+	b := &Batch{TS: s.cfg.Now().UnixMilli()}
 	for _, p := range batch {
 		if !p.read {
 			b.Units = append(b.Units, p.unit)
 		}
 	}
-	data := EncodeBatch(nil, &b)
+	data := EncodeBatch(nil, b)
 	s.noteBatch(batchCommands(b.Units))
-	start := time.Now()
-	s.m.rememberProposed(data, &b)
+	e := &entry{s: s, batch: b, props: batch, start: time.Now()}
+	s.m.rememberProposed(data, e)
 	af := s.raft.Apply(data, s.cfg.EnqueueTimeout)
 	s.waiters.Add(1)
 	go func() {
 		defer s.waiters.Done()
 		defer s.m.forgetProposed(data)
+		if waiterHook != nil {
+			waiterHook()
+		}
 		timer := time.AfterFunc(s.cfg.ApplyTimeout, func() {
 			err := fmt.Errorf("%w: not applied within %v", ErrUnknownOutcome, s.cfg.ApplyTimeout)
 			for _, p := range batch {
@@ -260,38 +321,23 @@ func (s *Shard) propose(batch []*proposal) {
 			}
 		})
 		err := s.awaitApply(af)
-		s.noteApplied(start, err)
 		s.noteTransfer(err)
 		timer.Stop()
-		<-s.inflight
 		if err != nil {
-			err = s.proposalError(err)
-			for _, p := range batch {
-				if s.debug.fakeAcks != nil && !p.read {
-					p.fut.complete(p.merge(s.debug.fakeAcks(p.unit, b.TS)), nil)
-					continue
-				}
-				p.fut.complete(nil, err)
-			}
+			e.fail(err)
 			return
 		}
+		// Applied: machine.ApplyBatch has finished e, unless raft applied
+		// the entry from a copy of data (never on the leader that proposed
+		// it; kept as a fallback).
 		res, _ := af.Response().([][]engine.Reply)
-		k := 0
-		for _, p := range batch {
-			if p.read {
-				p.fut.complete(nil, nil)
-				continue
-			}
-			if k >= len(res) {
-				// Cannot happen: Apply answers every unit of the entry.
-				p.fut.complete(nil, fmt.Errorf("%w: missing replies", ErrUnknownOutcome))
-				continue
-			}
-			p.fut.completeAt(p.merge(res[k]), nil, af.Index())
-			k++
-		}
+		e.finish(res, af.Index())
 	}()
 }
+
+// waiterHook, if set, runs as an entry's waiter starts. Tests only (set
+// before any shard opens): a waiter held back shows who answers entries.
+var waiterHook func()
 
 // awaitApply waits for af, or for raft to have shut down without answering
 // it (hashicorp/raft can drop a future that was accepted but not yet

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
@@ -45,6 +46,7 @@ func BenchmarkSubmit(b *testing.B) {
 			before := s.Raft().LastIndex()
 			var next atomic.Int64
 			var wg sync.WaitGroup
+			r0 := rusage()
 			b.ResetTimer()
 			for w := 0; w < submitters; w++ {
 				wg.Add(1)
@@ -63,8 +65,26 @@ func BenchmarkSubmit(b *testing.B) {
 			entries := s.Raft().LastIndex() - before
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "cmds/s")
 			b.ReportMetric(float64(b.N)/float64(max(entries, 1)), "cmds/entry")
+			reportRusage(b, r0)
 		})
 	}
+}
+
+// rusage is the process's CPU time and context switches so far.
+func rusage() syscall.Rusage {
+	var r syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &r)
+	return r
+}
+
+// reportRusage reports the CPU time (user + system) and the context
+// switches (voluntary + involuntary) of the process per operation since r0:
+// on a busy machine these compare where rates do not.
+func reportRusage(b *testing.B, r0 syscall.Rusage) {
+	r1 := rusage()
+	cpu := func(r syscall.Rusage) int64 { return r.Utime.Nano() + r.Stime.Nano() }
+	b.ReportMetric(float64(cpu(r1)-cpu(r0))/1e3/float64(b.N), "cpu-µs/op")
+	b.ReportMetric(float64(r1.Nvcsw+r1.Nivcsw-r0.Nvcsw-r0.Nivcsw)/float64(b.N), "csw/op")
 }
 
 // BenchmarkLogStoreShards measures Raft log appends/s when 1 or 16 shard

@@ -35,12 +35,13 @@ type machine struct {
 	appliedIndex, appliedTerm uint64
 
 	// proposed maps the entries this replica proposed and has not seen
-	// answered (the address of their data's first byte) to the batches
-	// they encode. On the leader raft hands ApplyBatch the very []byte
-	// given to Apply, so an entry proposed here is applied from its batch
-	// without decoding it again: the same commands, byte for byte, since
-	// the entry was encoded from them and is never modified.
-	proposed sync.Map // *byte → *Batch
+	// answered (the address of their data's first byte) to their
+	// proposals. On the leader raft hands ApplyBatch the very []byte given
+	// to Apply, so an entry proposed here is applied from its batch
+	// without decoding it again (the same commands, byte for byte, since
+	// the entry was encoded from them and is never modified), and its
+	// proposals are answered right there (entry.finish).
+	proposed sync.Map // *byte → *entry
 	// decoded counts the entries applied by decoding them (tests).
 	decoded atomic.Int64
 	// arena backs the batch batchOf decodes, until ApplyBatch has applied
@@ -59,10 +60,10 @@ type machine struct {
 	keysOf func(argv [][]byte) []int
 }
 
-// rememberProposed records that data, about to be proposed, encodes b.
-func (m *machine) rememberProposed(data []byte, b *Batch) {
+// rememberProposed records that data, about to be proposed, is e.
+func (m *machine) rememberProposed(data []byte, e *entry) {
 	if len(data) > 0 {
-		m.proposed.Store(&data[0], b)
+		m.proposed.Store(&data[0], e)
 	}
 }
 
@@ -73,12 +74,13 @@ func (m *machine) forgetProposed(data []byte) {
 	}
 }
 
-// batchOf is l's batch: the one proposed here if l carries that data,
-// else decoded from it.
-func (m *machine) batchOf(l *raft.Log) (*Batch, error) {
+// batchOf is l's batch: the one proposed here (with its entry) if l
+// carries that data, else decoded from it.
+func (m *machine) batchOf(l *raft.Log) (*Batch, *entry, error) {
 	if len(l.Data) > 0 {
 		if v, ok := m.proposed.Load(&l.Data[0]); ok {
-			return v.(*Batch), nil
+			e := v.(*entry)
+			return e.batch, e, nil
 		}
 	}
 	m.decoded.Add(1)
@@ -86,7 +88,7 @@ func (m *machine) batchOf(l *raft.Log) (*Batch, error) {
 	if err != nil {
 		m.arena.reset() // whatever was cut before the damage
 	}
-	return b, err
+	return b, nil, err
 }
 
 var _ raft.BatchingFSM = (*machine)(nil)
@@ -103,25 +105,33 @@ func (m *machine) Apply(l *raft.Log) any { return m.ApplyBatch([]*raft.Log{l})[0
 // ApplyBatch implements raft.BatchingFSM. For every LogCommand entry the
 // result is a [][]engine.Reply (one reply slice per unit, one reply per
 // command); raft hands it to the proposer's ApplyFuture. Other entry types
-// get nil. An entry that does not decode panics: skipping it would let this
-// replica diverge from its peers silently.
+// get nil. An entry this replica proposed has its proposals answered here,
+// once the lock is released, rather than after raft's future and the
+// batcher's waiter have passed the result on. An entry that does not
+// decode panics: skipping it would let this replica diverge from its peers
+// silently.
 func (m *machine) ApplyBatch(logs []*raft.Log) []any {
 	out := make([]any, len(logs))
 	var keys []string
 	var seen map[string]struct{}
+	var mine []appliedEntry
 	m.mu.Lock()
 	for i, l := range logs {
 		m.appliedIndex, m.appliedTerm = l.Index, l.Term
 		if l.Type != raft.LogCommand {
 			continue
 		}
-		b, err := m.batchOf(l)
+		b, e, err := m.batchOf(l)
 		if err != nil {
 			m.mu.Unlock()
 			m.log.Error("undecodable log entry; stopping replica", "shard", m.shard, "index", l.Index, "term", l.Term, "err", err)
 			panic(fmt.Sprintf("fsm: shard %d: log entry %d (term %d): %v", m.shard, l.Index, l.Term, err))
 		}
-		out[i] = m.applyLocked(b)
+		res := m.applyLocked(b)
+		out[i] = res
+		if e != nil {
+			mine = append(mine, appliedEntry{e, res, l.Index})
+		}
 		if b == &m.arena.batch {
 			m.arena.reset()
 		}
@@ -136,10 +146,20 @@ func (m *machine) ApplyBatch(logs []*raft.Log) []any {
 		}
 	}
 	m.mu.Unlock()
+	for _, a := range mine {
+		a.e.finish(a.res, a.index)
+	}
 	if len(keys) > 0 && m.notify != nil {
 		m.notify(m.shard, keys)
 	}
 	return out
+}
+
+// appliedEntry is an entry proposed here, applied, to be finished.
+type appliedEntry struct {
+	e     *entry
+	res   [][]engine.Reply
+	index uint64
 }
 
 // applyLocked runs one batch at now = max(b.TS, lastNow). m.mu is held.

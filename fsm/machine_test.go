@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -98,6 +99,32 @@ func TestRestoreRejectsGarbage(t *testing.T) {
 	}
 	if m2.lastNow != 5 {
 		t.Fatalf("lastNow %d, want 5", m2.lastNow)
+	}
+}
+
+// TestApplyAnswersTheLeadersProposals: a unit the leader proposed is
+// answered where its entry applies, even while the entry's waiter (which
+// reads raft's future) is held back; the waiter, once released, leaves it
+// answered as it was.
+func TestApplyAnswersTheLeadersProposals(t *testing.T) {
+	release := make(chan struct{})
+	waiterHook = func() { <-release }
+	t.Cleanup(func() { waiterHook = nil })
+	r := singleVoter(t, nil)
+	f := r.Submit(unit(cmd("XADD", "s", "1-1", "f", "v")))
+	select {
+	case <-f.Done():
+	case <-time.After(10 * time.Second):
+		close(release)
+		t.Fatal("the unit was not answered while its waiter was held back")
+	}
+	replies, err := f.Wait(context.Background())
+	close(release)
+	if err != nil || len(replies) != 1 || f.Index() == 0 {
+		t.Fatalf("replies %v, err %v, index %d", replies, err, f.Index())
+	}
+	if got := apply(t, r.Shard, unit(cmd("XLEN", "s"))); got[0] != engine.Integer(1) {
+		t.Fatalf("XLEN = %#v", got[0])
 	}
 }
 

@@ -1,4 +1,4 @@
-# Sourced by single-node.sh and cluster-curve.sh: start servers on free
+# Sourced by single-node.sh, cluster-curve.sh and redis-cluster.sh: start servers on free
 # loopback ports in a temp dir, stop them by PID, read CPU time from /proc.
 # Sourcing it builds raftstream ($rs) and ordersbench ($ob) from this tree
 # into $tmp, a new temp dir; at exit every server in pids is stopped and
@@ -27,10 +27,19 @@ pid_ticks() {
   echo "$s"
 }
 
+# pid_csw pid... prints the context switches (voluntary and involuntary,
+# every thread) the processes have made so far.
+pid_csw() {
+  local p
+  for p in "$@"; do cat /proc/"$p"/task/*/status 2>/dev/null; done |
+    awk '/^(non)?voluntary_ctxt_switches:/ { s += $2 } END { print s + 0 }'
+}
+
 # cpu_us ticks n prints ticks of CPU time as microseconds per operation.
 cpu_us() { awk -v t="$1" -v n="$2" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.1f", (n > 0 ? t * 1e6 / hz / n : 0) }'; }
 
 load1() { cut -d' ' -f1 /proc/loadavg; }
+loadavg() { cut -d' ' -f1-3 /proc/loadavg | tr ' ' /; }
 
 # stop_pids stops the processes in the caller's pids array by PID, waits for
 # them and empties the array.
@@ -68,6 +77,64 @@ start_redis() {
   addr=127.0.0.1:$port
 }
 
+# start_redis_cluster R starts a Redis Cluster of 3 masters with R replicas
+# each (redis-server --cluster-enabled yes --appendonly yes --appendfsync
+# always, client and bus ports from freeports), forms it with redis-cli
+# --cluster create --cluster-replicas R --cluster-yes, waits until every
+# instance reports cluster_state:ok and every replica's link to its master
+# is up, and sets port (the first instance), spid, nodepids and addr (every
+# instance, comma-separated), as start_raftstream does.
+start_redis_cluster() {
+  local r=$1 n=$((3 * (1 + $1))) dir i ports nodes=()
+  dir=$(mktemp -d "$tmp/rcluster.XXXX")
+  read -r -a ports < <(freeports $((2 * n)))
+  nodepids=() addr=""
+  for ((i = 0; i < n; i++)); do
+    mkdir -p "$dir/n$i"
+    redis-server --port "${ports[i]}" --cluster-port "${ports[n + i]}" --bind 127.0.0.1 --dir "$dir/n$i" \
+      --save '' --appendonly yes --appendfsync always --cluster-enabled yes --cluster-config-file nodes.conf \
+      --daemonize no --logfile "$dir/n$i/redis.log" &
+    pids+=($!)
+    nodepids+=($!)
+    nodes+=("127.0.0.1:${ports[i]}")
+    addr+="${addr:+,}127.0.0.1:${ports[i]}"
+  done
+  for ((i = 0; i < n; i++)); do
+    wait_until 100 redis_is "${ports[i]}" "${nodepids[i]}" || { echo "redis-server did not start" >&2; exit 1; }
+  done
+  redis-cli --cluster create "${nodes[@]}" --cluster-replicas "$r" --cluster-yes >"$dir/create.log" 2>&1 ||
+    { echo "redis-cli --cluster create failed:" >&2; tail -5 "$dir/create.log" >&2; exit 1; }
+  for ((i = 0; i < n; i++)); do
+    wait_until 300 cluster_ok "${ports[i]}" || { echo "Redis Cluster 3x$r did not form" >&2; exit 1; }
+  done
+  for ((i = 0; i < n; i++)); do
+    wait_until 300 replica_linked "${ports[i]}" || { echo "Redis Cluster 3x$r: a replica did not sync" >&2; exit 1; }
+  done
+  port=${ports[0]} spid=${nodepids[0]}
+}
+
+# replica_linked port: the instance is a master, or a replica whose link to
+# its master is up.
+replica_linked() {
+  local info
+  info=$(redis-cli -p "$1" info replication 2>/dev/null | tr -d '\r')
+  grep -q '^role:master' <<<"$info" || grep -q '^master_link_status:up' <<<"$info"
+}
+
+# stop_nodes stops the processes in nodepids (one cluster) by PID, waits for
+# them and takes them out of pids.
+stop_nodes() {
+  local p q keep=()
+  kill "${nodepids[@]}" 2>/dev/null
+  for p in "${nodepids[@]}"; do wait "$p" 2>/dev/null; done
+  for p in "${pids[@]}"; do
+    for q in "${nodepids[@]}"; do [ "$p" = "$q" ] && continue 2; done
+    keep+=("$p")
+  done
+  pids=("${keep[@]}")
+  nodepids=()
+}
+
 # start_raftstream NODES SHARDS starts a raftstream cluster (one node: no
 # join) with the server's default replication factor, waits until it serves
 # every slot with its shard leaders spread evenly, and sets port (node 0),
@@ -103,9 +170,10 @@ build() {
 }
 
 # ob_row target P args...: runs ordersbench (50 producers, -P P, -reset)
-# against $addr and prints "target P xadd/s p99_ms errors consumed/s verify",
-# from its summary: the produce rate, the xadd row's p99 and the first
-# group's consumed/s. The full output is kept in $tmp/target-P.txt.
+# against $addr and prints "target P xadd/s p99_ms errors consumed/s verify
+# p50_ms produced", from its summary: the produce rate, the xadd row's p99,
+# the first group's consumed/s, the xadd row's p50 and the orders
+# acknowledged. The full output is kept in $tmp/target-P.txt.
 ob_row() {
   local target=$1 P=$2 flags=()
   shift 2
@@ -113,11 +181,11 @@ ob_row() {
   "$ob" -addr "$addr" "${flags[@]}" -producers 50 -pipeline "$P" -reset -progress=false "$@" >"$tmp/$target-P$P.txt" 2>&1
   awk -v t="$target" -v P="$P" '
     function ms(s) { if (s ~ /ms$/) return s + 0; if (s ~ /µs$/) return s / 1000; if (s ~ /s$/) return s * 1000; return s }
-    /^produced / { rate = $4; sub(/^\(/, "", rate); sub(/\/s\),$/, "", rate); err = $5 }
-    $1 == "xadd" { p99 = ms($6) }
+    /^produced / { n = $2; rate = $4; sub(/^\(/, "", rate); sub(/\/s\),$/, "", rate); err = $5 }
+    $1 == "xadd" { p50 = ms($5); p99 = ms($6) }
     /^group / && cons == "" { cons = $5; sub(/^\(/, "", cons); sub(/\/s\),$/, "", cons) }
     /^verify / { v = $2; sub(/:$/, "", v) }
-    END { printf "%s %s %s %s %s %s %s\n", t, P, rate == "" ? "failed" : rate, p99 == "" ? "-" : p99, err == "" ? "-" : err, cons == "" ? "-" : cons, v == "" ? "-" : v }' "$tmp/$target-P$P.txt"
+    END { printf "%s %s %s %s %s %s %s %s %s\n", t, P, rate == "" ? "failed" : rate, p99 == "" ? "-" : p99, err == "" ? "-" : err, cons == "" ? "-" : cons, v == "" ? "-" : v, p50 == "" ? "-" : p50, n == "" ? 0 : n }' "$tmp/$target-P$P.txt"
 }
 
 # wait_balanced port shards [seconds] waits until CLUSTER NODES, asked on

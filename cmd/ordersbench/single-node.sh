@@ -3,9 +3,10 @@
 # always, on this machine, in the same run. Sections:
 #
 #   xadd    redis-benchmark -c 50 XADD at -P 16 ($N16 commands) and -P 1 ($N1),
-#           on both servers in turn, $ROUNDS rounds; per row XADD/s, p99 and
-#           the server's CPU per XADD (user + system, /proc/<pid>/stat), then
-#           the medians and the node's ratios to Redis within each round.
+#           on both servers in turn, $ROUNDS rounds; per row XADD/s, p99,
+#           the server's CPU per XADD (user + system, /proc/<pid>/stat) and
+#           context switches per XADD (every thread, /proc/<pid>/task/*/status),
+#           then the medians and the node's ratios to Redis within each round.
 #   drain   ordersbench produces a backlog of $DRAIN_N orders, then 4
 #           consumers of one group drain it (XREADGROUP COUNT 100, pipelined
 #           XACK, -verify): consumed/s, on a fresh server each.
@@ -23,7 +24,7 @@ rounds=${ROUNDS:-3} n16=${N16:-200000} n1=${N1:-30000} drain_n=${DRAIN_N:-200000
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
-# ratio_summary: reads "round target P xadd/s p99_ms cpu_us" rows and prints,
+# ratio_summary: reads "round target P xadd/s p99_ms cpu_us csw" rows and prints,
 # per P, the medians of each server and of the node's per-round ratios.
 ratio_summary() {
   awk '
@@ -31,7 +32,7 @@ ratio_summary() {
       for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
       return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2
     }
-    { k = $1 SUBSEP $3; rps[k, $2] = $4; p99[k, $2] = $5; cpu[k, $2] = $6; if (!($3 in seen)) { seen[$3]; ps[++np] = $3 } ; if (!(($1) in r)) { r[$1]; nr++ } }
+    { k = $1 SUBSEP $3; rps[k, $2] = $4; p99[k, $2] = $5; cpu[k, $2] = $6; csw[k, $2] = $7; if (!($3 in seen)) { seen[$3]; ps[++np] = $3 } ; if (!(($1) in r)) { r[$1]; nr++ } }
     END {
       for (i = 1; i <= np; i++) {
         P = ps[i]; n = 0
@@ -42,10 +43,11 @@ ratio_summary() {
           rr[n] = rps[k, "raftstream"] / rps[k, "redis"]; lo = (n == 1 || rr[n] < lo) ? rr[n] : lo; hi = (n == 1 || rr[n] > hi) ? rr[n] : hi
           pr[n] = p99[k, "redis"] > 0 ? p99[k, "raftstream"] / p99[k, "redis"] : 0
           a[n] = rps[k, "raftstream"]; b[n] = rps[k, "redis"]; c[n] = cpu[k, "raftstream"]; d[n] = cpu[k, "redis"]
+          e[n] = csw[k, "raftstream"]; f[n] = csw[k, "redis"]
         }
         if (n == 0) continue
-        printf "-P %-2s  XADD/s %.0f against %.0f: %.2fx (%.2f-%.2f); p99 %.2fx; CPU %.1f against %.1f us per XADD\n",
-          P, median(a, n), median(b, n), median(rr, n), lo, hi, median(pr, n), median(c, n), median(d, n)
+        printf "-P %-2s  XADD/s %.0f against %.0f: %.2fx (%.2f-%.2f); p99 %.2fx; CPU %.1f against %.1f us per XADD; %.3f against %.3f context switches per XADD\n",
+          P, median(a, n), median(b, n), median(rr, n), lo, hi, median(pr, n), median(c, n), median(d, n), median(e, n), median(f, n)
       }
     }'
 }
@@ -55,16 +57,16 @@ for section in $sections; do
   xadd)
     start_redis; rport=$port rpid=$spid
     start_raftstream 1 1; nport=$port npid=$spid
-    echo "# round server P XADD/s p99_ms cpu_us_per_xadd load1"
+    echo "# round server P XADD/s p99_ms cpu_us_per_xadd csw_per_xadd load1"
     for r in $(seq "$rounds"); do
       for P in 16 1; do
         n=$n16; [ "$P" = 1 ] && n=$n1
         for t in redis:$rport:$rpid raftstream:$nport:$npid; do
           IFS=: read -r name p pid <<<"$t"
-          c0=$(pid_ticks "$pid")
+          c0=$(pid_ticks "$pid") s0=$(pid_csw "$pid")
           res=$(redis-benchmark -p "$p" -c 50 -P "$P" -n "$n" --csv XADD "s$P" '*' f v 2>&1 | tail -1 | tr -d '"' | awk -F, '{print $2, $7}')
-          c1=$(pid_ticks "$pid")
-          echo "$r $name $P $res $(cpu_us $((c1 - c0)) "$n") $(load1)"
+          c1=$(pid_ticks "$pid") s1=$(pid_csw "$pid")
+          echo "$r $name $P $res $(cpu_us $((c1 - c0)) "$n") $(awk -v s=$((s1 - s0)) -v n="$n" 'BEGIN { printf "%.3f", s / n }') $(load1)"
         done
       done
     done | tee "$tmp/xadd.rows"

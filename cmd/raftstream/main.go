@@ -98,6 +98,7 @@ type options struct {
 	// From the environment only (readEnvSwitches).
 	raftLogStore           string
 	nodeLogSegmentBytes    int64
+	raftBus                bool
 	debugLogStoreFaultFile string
 }
 
@@ -115,6 +116,10 @@ const (
 	// exists at this path every Raft log write fails with an fsync error
 	// (cluster.Config.LogStoreFaultFile). Never set in production.
 	logStoreFaultEnv = "RAFTSTREAM_DEBUG_LOG_STORE_FAULT_FILE"
+	// raftBusEnv "on" sends every shard group's AppendEntries over the
+	// raft bus the groups share instead of each group's own transport
+	// (cluster.Config.RaftBus; default off): for comparing the two.
+	raftBusEnv = "RAFTSTREAM_RAFT_BUS"
 )
 
 // readEnvSwitches fills o's environment-only settings; an empty variable is
@@ -122,6 +127,13 @@ const (
 func readEnvSwitches(o *options) error {
 	o.raftLogStore = os.Getenv(logStoreEnv)
 	o.debugLogStoreFaultFile = os.Getenv(logStoreFaultEnv)
+	switch v := os.Getenv(raftBusEnv); v {
+	case "", "off":
+	case "on":
+		o.raftBus = true
+	default:
+		return fmt.Errorf("%s=%q: want on or off", raftBusEnv, v)
+	}
 	if v := os.Getenv(nodeLogSegmentEnv); v != "" {
 		b, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || b <= 0 {
@@ -381,6 +393,7 @@ func clusterConfig(o *options, log *slog.Logger) cluster.Config {
 	applySlotOptions(&c, o.slots)
 	c.LogStore = o.raftLogStore
 	c.NodeLogSegmentBytes = o.nodeLogSegmentBytes
+	c.RaftBus = o.raftBus
 	if off := o.debugClockOffset; off != 0 {
 		c.Now = func() time.Time { return time.Now().Add(off) }
 	}
