@@ -329,7 +329,7 @@ var (
 // when only its group is gone (XGROUP DESTROY). Every other error is
 // answered as it is; a NullArray means wait on.
 func (s *Server) wokenError(c *client, group bool, shard, slot int, keys []string, er *engine.Error) reply {
-	wrongType, noGroup := er == engine.ErrWrongType, strings.HasPrefix(er.Msg, "NOGROUP ")
+	wrongType, noGroup := strings.HasPrefix(er.Msg, "WRONGTYPE "), strings.HasPrefix(er.Msg, "NOGROUP ")
 	switch {
 	case !group && wrongType:
 		return engine.NullArray{}
