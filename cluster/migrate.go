@@ -792,8 +792,43 @@ func (n *Node) MoveSlots(ctx context.Context, r slots.Range, to int) ([]uint64, 
 		id, _ := strconv.ParseUint(s, 10, 64)
 		ids = append(ids, id)
 	}
+	n.awaitMovesSeen(ctx, ids, r, to)
 	return ids, nil
 }
+
+// awaitMovesSeen waits, bounded by ctx and moveSeenWait, until this node's
+// copy of the slot map shows the moves ids in flight, or r already owned by
+// shard to: a client that recorded moves through this node and then asks
+// it for SLOTS STATUS (or waits for the moves to end) sees them, rather
+// than a copy that lags the controller's log.
+func (n *Node) awaitMovesSeen(ctx context.Context, ids []uint64, r slots.Range, to int) {
+	ctx, cancel := context.WithTimeout(ctx, moveSeenWait)
+	defer cancel()
+	seen := func() bool {
+		v := n.slots.Load()
+		for _, id := range ids {
+			if _, ok := v.moveByID(id); ok {
+				continue
+			}
+			for s := r.First; s <= r.Last; s++ {
+				if v.m.Shard(s) != to {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	for !seen() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// moveSeenWait bounds awaitMovesSeen.
+const moveSeenWait = 10 * time.Second
 
 // localMoveStatus reports the moves this node drives.
 func (n *Node) localMoveStatus() []MoveStatus {
