@@ -3,6 +3,7 @@ package cluster
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"strconv"
 	"time"
@@ -41,13 +42,27 @@ type Config struct {
 	AnnouncePort int
 
 	// Shards is the number of shards (Raft groups) of a new cluster; slots
-	// are split into that many contiguous ranges. It is fixed at creation
-	// and persisted; reopening a data dir with a different non-zero value is
-	// an error. 0 means automatic: 1 for a single node started without Join
-	// and BootstrapExpect <= 1 (behaves like a standalone Redis, MULTI across
-	// any keys works), 16 otherwise; on reopen 0 means "whatever was
-	// persisted".
+	// are split into that many contiguous ranges. It is persisted;
+	// reopening a data dir with a different non-zero value is an error. 0
+	// means automatic: 1 for a single node started without Join and
+	// BootstrapExpect <= 1 (behaves like a standalone Redis, MULTI across
+	// any keys works), ShardsPerNode × BootstrapExpect for a cluster formed
+	// with BootstrapExpect, the cluster's own for a node that joins one; on
+	// reopen 0 means "whatever was persisted". Shards are added and retired
+	// later (RAFTSTREAM SHARD, the shard policy).
 	Shards int
+
+	// ShardsPerNode is K of the shard policy of a new cluster (policy.go):
+	// the shards per member it keeps as nodes join and leave. 0 means
+	// Shards / BootstrapExpect when Shards is given, else 1.
+	ShardsPerNode float64
+	// ShardPolicyOff forms a new cluster with the shard policy off: shards
+	// are then added, retired and given slots only by an operator.
+	ShardPolicyOff bool
+	// ShardAdded, when set, is called on the controller leader after the
+	// shard policy added shard and it has a leader, to give it the
+	// settings the other shards carry (retention policies).
+	ShardAdded func(shard int) error
 
 	// Join lists cluster bus addresses (host:port) of other nodes to form or
 	// join a cluster with. Empty with BootstrapExpect <= 1 means a
@@ -245,6 +260,9 @@ func (c *Config) Validate() error {
 	if c.Shards < 0 || c.Shards > slots.Count {
 		return fmt.Errorf("cluster: Shards %d out of range 0..%d", c.Shards, slots.Count)
 	}
+	if c.ShardsPerNode < 0 || c.ShardsPerNode > 64 || math.IsNaN(c.ShardsPerNode) {
+		return fmt.Errorf("cluster: ShardsPerNode %v out of range 0..64", c.ShardsPerNode)
+	}
 	if c.BootstrapExpect < 0 {
 		return fmt.Errorf("cluster: BootstrapExpect %d is negative", c.BootstrapExpect)
 	}
@@ -346,7 +364,23 @@ func (c *Config) clustered() bool { return c.BootstrapExpect > 1 || len(c.Join) 
 // defaultShards is the shard count of a new cluster when Shards is 0.
 func (c *Config) defaultShards() int {
 	if c.clustered() {
-		return 16
+		return (&ShardPolicy{PerNode: c.perNode()}).wantShards(c.BootstrapExpect)
 	}
 	return 1
+}
+
+// perNode is K of a new cluster's shard policy.
+func (c *Config) perNode() float64 {
+	switch {
+	case c.ShardsPerNode > 0:
+		return c.ShardsPerNode
+	case c.Shards > 0 && c.BootstrapExpect > 1:
+		return float64(c.Shards) / float64(c.BootstrapExpect)
+	}
+	return 1
+}
+
+// initialPolicy is the shard policy a cluster is formed with.
+func (c *Config) initialPolicy() *ShardPolicy {
+	return &ShardPolicy{Auto: !c.ShardPolicyOff, PerNode: c.perNode()}
 }

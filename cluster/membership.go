@@ -61,6 +61,9 @@ type Membership struct {
 	// (slotmap.go); nil in a Membership written before the map was
 	// replicated, which routes by contiguous ranges over its shards.
 	Slots *SlotTable `json:"slots,omitempty"`
+	// Policy is the automatic shard policy (policy.go); nil in a
+	// Membership written before it existed: off.
+	Policy *ShardPolicy `json:"policy,omitempty"`
 }
 
 // clone returns a deep copy of m.
@@ -75,6 +78,10 @@ func (m *Membership) clone() *Membership {
 	c.Removed = slices.Clone(m.Removed)
 	c.CtrlVoters = slices.Clone(m.CtrlVoters)
 	c.Slots = m.Slots.clone()
+	if m.Policy != nil {
+		p := *m.Policy
+		c.Policy = &p
+	}
 	return &c
 }
 

@@ -619,6 +619,9 @@ type slotRPC struct {
 	To     int      `json:"to,omitempty"`
 	Nodes  []string `json:"nodes,omitempty"`
 	Remove int      `json:"remove,omitempty"`
+	// ByPolicy marks the shard policy's own requests (policy.go); any
+	// other move, shard add or removal turns the policy off.
+	ByPolicy bool `json:"by_policy,omitempty"`
 }
 
 // serveSlotRPC answers a "slots" RPC.
@@ -642,6 +645,20 @@ func (n *Node) serveSlotRPC(req *slotRPC, res *rpcResponse) {
 		res.SlotStatus = n.localMoveStatus()
 	case "epoch":
 		res.SlotReply = []string{strconv.FormatUint(n.SlotEpoch(), 10)}
+	case "usage":
+		ls := n.shard(req.Shard)
+		if ls == nil || !ls.s.IsLeader() {
+			res.Err = fmt.Sprintf("shard %d: not its leader", req.Shard)
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		var us []engine.SlotUsage
+		if err := ls.s.Read(ctx, func(e *engine.Engine) { us = e.SlotsUsage() }); err != nil {
+			res.Err = err.Error()
+			return
+		}
+		res.SlotReply = usageStrings(us)
 	default:
 		out, err := n.ctrlSlots(req)
 		if err != nil {
@@ -712,6 +729,9 @@ func (n *Node) ctrlSlots(req *slotRPC) ([]string, error) {
 			}
 			t.Moves = append(t.Moves, mvs...)
 			m.Slots = t
+			if len(mvs) > 0 {
+				n.operatorTakesOver(m, req)
+			}
 			return nil
 		})
 		return ids, err

@@ -29,8 +29,9 @@ type Node struct {
 	id  string
 	dir string
 	// nShards is the shard count the data dir was created with (formation
-	// places that many); the cluster's shards are its Membership's.
-	nShards int
+	// places that many; a node joining a cluster takes the cluster's); the
+	// cluster's shards are its Membership's. Read with formedShards.
+	nShards atomic.Int64
 	mux     *Mux
 	raftBus *raftBus // every shard group's AppendEntries (raftbus.go)
 	book    *addrBook
@@ -125,11 +126,12 @@ func Open(cfg Config) (*Node, error) {
 	mux.dialMap = cfg.DebugDialMap
 	mux.SetTLS(cfg.BusTLS)
 	n := &Node{
-		cfg: cfg, log: log, id: m.ID, dir: cfg.Dir, nShards: m.Shards,
+		cfg: cfg, log: log, id: m.ID, dir: cfg.Dir,
 		mux: mux, book: newAddrBook(), meta: m,
 		self:       Member{ID: m.ID, Host: cfg.AnnounceHost, Port: cfg.AnnouncePort, Bus: mux.Addr().String(), Gossip: cfg.ownGossipAddr()},
 		shutdownCh: make(chan struct{}),
 	}
+	n.nShards.Store(int64(m.Shards))
 	mux.stats.Store(&n.bus)
 	n.raftBus = newRaftBus(mux, n.book, log.With("component", "raftbus"), raftRPCTimeout)
 	n.health = newHealth(n)
@@ -171,7 +173,7 @@ func (n *Node) refreshSelf() error {
 	nm := *old
 	nm.Nodes = slices.Clone(old.Nodes)
 	nm.Nodes[i] = n.self
-	if err := nm.check(n.nShards); err != nil {
+	if err := nm.check(n.formedShards()); err != nil {
 		return fmt.Errorf("cluster: new addresses: %w", err)
 	}
 	m := n.meta
@@ -206,7 +208,7 @@ func (n *Node) observeMember(m Member) {
 	nm.Nodes = slices.Clone(old.Nodes)
 	nm.Nodes[i] = m
 	nm.Epoch++
-	if err := nm.check(n.nShards); err != nil {
+	if err := nm.check(n.formedShards()); err != nil {
 		n.log.Warn("ignoring member addresses", "id", m.ID, "err", err)
 		return
 	}
@@ -256,7 +258,8 @@ func (n *Node) Start(ctx context.Context) error {
 		if n.cfg.clustered() {
 			members, err = n.form(ctx)
 		} else {
-			members = place([]Member{n.self}, n.nShards, 1)
+			members = place([]Member{n.self}, n.formedShards(), 1)
+			members.Policy = n.cfg.initialPolicy()
 		}
 		if err != nil {
 			return err
@@ -287,6 +290,7 @@ func (n *Node) Start(ctx context.Context) error {
 	n.goFunc(n.health.loop)
 	n.goFunc(n.reconcileLoop)
 	n.goFunc(n.migrateLoop)
+	n.goFunc(n.policyLoop)
 	if n.cfg.BalanceInterval > 0 {
 		n.goFunc(n.balanceLoop)
 	}
@@ -546,6 +550,9 @@ func (n *Node) closeShards() error {
 // shard returns the local replica of shard i, or nil.
 func (n *Node) shard(i int) *localShard { return n.st.Load().local(i) }
 
+// formedShards is the shard count the cluster was formed with.
+func (n *Node) formedShards() int { return int(n.nShards.Load()) }
+
 // NumShards is part of what the RESP server needs: the number of shard
 // numbers in use (shards are numbered from 0 and never renumbered).
 func (n *Node) NumShards() int { return n.numShards(n.st.Load()) }
@@ -554,7 +561,7 @@ func (n *Node) NumShards() int { return n.numShards(n.st.Load()) }
 // before formation).
 func (n *Node) numShards(st *state) int {
 	if st.members == nil {
-		return n.nShards
+		return n.formedShards()
 	}
 	return len(st.members.Shards)
 }

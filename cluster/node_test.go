@@ -272,7 +272,7 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatalf("BootstrapExpect without Join: %v", err)
 	}
 	c.Join = []string{"127.0.0.1:16380"}
-	if err := c.Validate(); err != nil || c.defaultShards() != 16 {
+	if err := c.Validate(); err != nil || c.defaultShards() != 3 {
 		t.Fatalf("cluster config: %v, shards %d", err, c.defaultShards())
 	}
 	for _, bad := range []func(*Config){

@@ -61,7 +61,7 @@ const catchUpLag = 64
 // newer than the one last adopted. Its own addresses are kept as they are
 // now; the local Epoch moves past both the old local one and got's.
 func (n *Node) adopt(got *Membership) {
-	if got == nil || got.check(n.nShards) != nil {
+	if got == nil || got.check(n.formedShards()) != nil {
 		return
 	}
 	n.metaMu.Lock()
@@ -153,11 +153,12 @@ func (n *Node) ctrlPropose(f func(m *Membership) error) (*Membership, error) {
 	}
 	if reflect.DeepEqual(m.Nodes, got.Nodes) && reflect.DeepEqual(m.Shards, got.Shards) &&
 		slices.Equal(m.Draining, got.Draining) && slices.Equal(m.Removed, got.Removed) &&
-		slices.Equal(m.CtrlVoters, got.CtrlVoters) && m.Slots.equal(got.Slots) {
+		slices.Equal(m.CtrlVoters, got.CtrlVoters) && m.Slots.equal(got.Slots) &&
+		reflect.DeepEqual(m.Policy, got.Policy) {
 		return got, nil
 	}
 	m.Epoch = got.Epoch + 1
-	if err := m.check(n.nShards); err != nil {
+	if err := m.check(n.formedShards()); err != nil {
 		return got, err
 	}
 	b, _ := json.Marshal(topoEntry{Members: m})

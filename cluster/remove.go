@@ -283,6 +283,9 @@ func wholeWithout(id string, affected []int, m *Membership, confs map[int]groupC
 	}
 	slices.Sort(check)
 	for _, s := range check {
+		if s < len(m.Shards) && len(m.Shards[s]) == 0 {
+			continue // retired meanwhile (the shard policy): nothing to be whole
+		}
 		gc, ok := confs[s]
 		if !ok {
 			probs = append(probs, fmt.Sprintf("shard %d: no leader answered", s))

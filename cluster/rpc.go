@@ -113,7 +113,7 @@ func (n *Node) serveRPC(c net.Conn) {
 	if err := json.NewDecoder(bufio.NewReader(c)).Decode(&req); err != nil {
 		return
 	}
-	res := rpcResponse{Self: n.self, Shards: n.nShards}
+	res := rpcResponse{Self: n.self, Shards: n.formedShards()}
 	if req.Op == "hello" || req.Op == "status" {
 		n.observeMember(req.From)
 	}
@@ -253,12 +253,20 @@ func (n *Node) form(ctx context.Context) (*Membership, error) {
 				}
 				continue
 			}
-			if res.Shards != n.nShards {
-				return nil, fmt.Errorf("cluster: node %s at %s has %d shards, this node %d", res.Self.ID, a, res.Shards, n.nShards)
+			if res.Shards != n.formedShards() && res.Members != nil && n.cfg.Shards == 0 {
+				// A new node joining a formed cluster with no shard
+				// count of its own takes the cluster's.
+				n.metaMu.Lock()
+				n.nShards.Store(int64(res.Shards))
+				n.meta.Shards = res.Shards
+				n.metaMu.Unlock()
+			}
+			if res.Shards != n.formedShards() {
+				return nil, fmt.Errorf("cluster: node %s at %s has %d shards, this node %d", res.Self.ID, a, res.Shards, n.formedShards())
 			}
 			if res.Members != nil {
 				if _, ok := res.Members.Node(n.id); ok {
-					if err := res.Members.check(n.nShards); err != nil {
+					if err := res.Members.check(n.formedShards()); err != nil {
 						return nil, fmt.Errorf("cluster: membership from %s: %w", a, err)
 					}
 					return res.Members, nil
@@ -277,8 +285,9 @@ func (n *Node) form(ctx context.Context) (*Membership, error) {
 			// expect 1 with Join: a node joining a running cluster never
 			// forms one alone; it waits for a formed peer (join above).
 			n.log.Info("formation: node set complete", "nodes", len(known))
-			m := place(known, n.nShards, n.cfg.ReplicationFactor)
-			if err := m.check(n.nShards); err != nil {
+			m := place(known, n.formedShards(), n.cfg.ReplicationFactor)
+			m.Policy = n.cfg.initialPolicy()
+			if err := m.check(n.formedShards()); err != nil {
 				return nil, fmt.Errorf("cluster: formation: %w", err)
 			}
 			return m, nil

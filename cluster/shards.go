@@ -39,7 +39,11 @@ type FreshShard struct {
 // when none are given, on the least loaded members; it returns the new
 // shard's number once this node has adopted it.
 func (n *Node) AddShard(ctx context.Context, nodes []string) (int, error) {
-	out, err := n.toController(ctx, slotRPC{Op: "add-shard", Nodes: nodes})
+	return n.addShard(ctx, slotRPC{Op: "add-shard", Nodes: nodes})
+}
+
+func (n *Node) addShard(ctx context.Context, req slotRPC) (int, error) {
+	out, err := n.toController(ctx, req)
 	if err != nil {
 		return -1, err
 	}
@@ -63,6 +67,11 @@ func (n *Node) AddShard(ctx context.Context, nodes []string) (int, error) {
 // RemoveShard retires shard, which must own no slot, take part in no move
 // and hold no key.
 func (n *Node) RemoveShard(ctx context.Context, shard int) error {
+	return n.removeShard(ctx, slotRPC{Op: "remove-shard", Remove: shard})
+}
+
+func (n *Node) removeShard(ctx context.Context, req slotRPC) error {
+	shard := req.Remove
 	keys, err := n.shardKeys(ctx, shard)
 	if err != nil {
 		return err
@@ -70,7 +79,7 @@ func (n *Node) RemoveShard(ctx context.Context, shard int) error {
 	if keys > 0 {
 		return fmt.Errorf("shard %d holds %d keys", shard, keys)
 	}
-	_, err = n.toController(ctx, slotRPC{Op: "remove-shard", Remove: shard})
+	_, err = n.toController(ctx, req)
 	return err
 }
 
@@ -128,6 +137,7 @@ func (n *Node) ctrlShards(req *slotRPC) ([]string, error) {
 			m.Shards = append(m.Shards, reps)
 			t.Fresh = append(t.Fresh, FreshShard{Shard: added, Servers: slices.Clone(reps)})
 			m.Slots = t
+			n.operatorTakesOver(m, req)
 			n.log.Info("controller: shard added", "shard", added, "replicas", reps)
 			return nil
 		})
@@ -166,18 +176,22 @@ func (n *Node) ctrlShards(req *slotRPC) ([]string, error) {
 			m.Shards[s] = nil
 			t.Fresh = slices.DeleteFunc(t.Fresh, func(f FreshShard) bool { return f.Shard == s })
 			m.Slots = t
+			n.operatorTakesOver(m, req)
 			n.log.Info("controller: shard retired", "shard", s)
 			return nil
 		})
 		return nil, err
+	case "policy":
+		return nil, n.ctrlPolicy(req)
 	}
 	return nil, fmt.Errorf("unknown slots op %q", req.Op)
 }
 
 // placeNewShard picks a new shard's replicas: the nodes given (members,
-// not draining; the first is the preferred leader), or the replication
-// factor's worth of members with the fewest replicas, the one preferring
-// the fewest shards first.
+// not draining; the first is the preferred leader), or, first, the member
+// preferring the fewest live shards (a node that just joined: so every
+// node comes to lead a shard), then the replication factor's worth with
+// the fewest replicas; fewer replicas, then the lower ID, among equals.
 func (n *Node) placeNewShard(m *Membership, nodes []string) ([]string, error) {
 	if len(nodes) > 0 {
 		seen := map[string]bool{}
@@ -210,15 +224,17 @@ func (n *Node) placeNewShard(m *Membership, nodes []string) ([]string, error) {
 	if len(eligible) == 0 {
 		return nil, errors.New("no member can hold replicas")
 	}
-	slices.SortStableFunc(eligible, func(a, b string) int {
-		if reps[a] != reps[b] {
-			return reps[a] - reps[b]
+	slices.Sort(eligible)
+	slices.SortStableFunc(eligible, func(a, b string) int { return reps[a] - reps[b] })
+	lead := slices.Clone(eligible)
+	slices.SortStableFunc(lead, func(a, b string) int { return prefs[a] - prefs[b] })
+	out := []string{lead[0]}
+	for _, id := range eligible {
+		if len(out) < n.cfg.ReplicationFactor && id != lead[0] {
+			out = append(out, id)
 		}
-		return prefs[a] - prefs[b]
-	})
-	out := eligible[:min(n.cfg.ReplicationFactor, len(eligible))]
-	slices.SortStableFunc(out, func(a, b string) int { return prefs[a] - prefs[b] })
-	return slices.Clone(out), nil
+	}
+	return out, nil
 }
 
 // freshShards bootstraps the added shards this node is an initial voter

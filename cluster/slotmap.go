@@ -167,7 +167,7 @@ func (v *slotView) move(slot int) (SlotMove, bool) {
 func (n *Node) publishSlots(members *Membership) {
 	var t *SlotTable
 	if members == nil {
-		t = &SlotTable{Runs: slices.Clone(slots.NewMap(n.nShards).Runs())}
+		t = &SlotTable{Runs: slices.Clone(slots.NewMap(n.formedShards()).Runs())}
 	} else {
 		t = members.slotTable()
 	}

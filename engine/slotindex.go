@@ -129,3 +129,28 @@ func (e *Engine) KeySize(key string) int64 {
 	}
 	return int64(len(key)+mapEntryOverhead) + v.memoryUsage(memorySamplesDefault)
 }
+
+// SlotUsage is what one hash slot holds: its key count and an estimate of
+// their bytes (MEMORY USAGE's, 5 samples per stream).
+type SlotUsage struct {
+	Slot  int
+	Keys  int
+	Bytes int64
+}
+
+// SlotsUsage reports every slot that holds a key, in slot order: what the
+// shard policy spreads slots by (key count and bytes).
+func (e *Engine) SlotsUsage() []SlotUsage {
+	out := make([]SlotUsage, 0, len(e.slotKeys))
+	for sl, keys := range e.slotKeys {
+		u := SlotUsage{Slot: int(sl), Keys: len(keys)}
+		for k := range keys {
+			if v := e.keys[k]; v != nil {
+				u.Bytes += int64(len(k)+mapEntryOverhead) + v.memoryUsage(5)
+			}
+		}
+		out = append(out, u)
+	}
+	slices.SortFunc(out, func(a, b SlotUsage) int { return a.Slot - b.Slot })
+	return out
+}

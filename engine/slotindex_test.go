@@ -5,6 +5,7 @@ import (
 	"math/rand"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/raftstream/raftstream/slots"
@@ -148,6 +149,38 @@ func TestDumpKeyRoundTrip(t *testing.T) {
 		data[len(data)/2] ^= 0xff
 		if _, err := dst.RestoreKey(data); err == nil {
 			t.Fatal("RestoreKey accepted a damaged encoding")
+		}
+	}
+}
+
+// TestSlotsUsageSumsMemoryUsage: SlotsUsage reports, for each slot that
+// holds keys, their count and the sum of MEMORY USAGE of its keys.
+func TestSlotsUsageSumsMemoryUsage(t *testing.T) {
+	e := New(DefaultConfig())
+	now := int64(1_700_000_000_000)
+	for i := 0; i < 40; i++ {
+		k := "orders:{" + strconv.Itoa(i%7) + "}:" + strconv.Itoa(i%3)
+		e.Exec(now, slotArgv("XADD", k, "*", "f", strings.Repeat("v", i*10)))
+	}
+	e.Exec(now, slotArgv("SET", "plain", "value"))
+	got := e.SlotsUsage()
+	want := map[int]SlotUsage{}
+	for k := range e.keys {
+		s := slots.OfString(k)
+		u := want[s]
+		u.Slot, u.Keys = s, u.Keys+1
+		u.Bytes += int64(e.Exec(now, slotArgv("MEMORY", "USAGE", k)).(Integer))
+		want[s] = u
+	}
+	if len(got) != len(want) {
+		t.Fatalf("SlotsUsage has %d slots, keyspace %d", len(got), len(want))
+	}
+	for i, u := range got {
+		if i > 0 && got[i-1].Slot >= u.Slot {
+			t.Fatalf("not in slot order: %v", got)
+		}
+		if w := want[u.Slot]; u != w || u.Bytes <= 0 {
+			t.Fatalf("slot %d: %+v, want %+v", u.Slot, u, w)
 		}
 	}
 }

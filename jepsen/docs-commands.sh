@@ -71,9 +71,9 @@ skip   raftstream import --from 127.0.0.1:7000 --cluster --match 'orders:*' --to
 do     ports_free 7001 7002 7003 17001 17002 17003
 run    go build -o raftstream ./cmd/raftstream
 run    J=127.0.0.1:17001,127.0.0.1:17002,127.0.0.1:17003
-run    ./raftstream --port 7001 --cluster-port 17001 --dir raftstream-cluster/n1 --join $J --bootstrap-expect 3 --shards 6 &
-run    ./raftstream --port 7002 --cluster-port 17002 --dir raftstream-cluster/n2 --join $J --bootstrap-expect 3 --shards 6 &
-run    ./raftstream --port 7003 --cluster-port 17003 --dir raftstream-cluster/n3 --join $J --bootstrap-expect 3 --shards 6 &
+run    ./raftstream --port 7001 --cluster-port 17001 --dir raftstream-cluster/n1 --join $J --bootstrap-expect 3 &
+run    ./raftstream --port 7002 --cluster-port 17002 --dir raftstream-cluster/n2 --join $J --bootstrap-expect 3 &
+run    ./raftstream --port 7003 --cluster-port 17003 --dir raftstream-cluster/n3 --join $J --bootstrap-expect 3 &
 run    until redis-cli -p 7001 CLUSTER INFO 2>/dev/null | grep -q cluster_state:ok; do sleep 0.5; done
 reply  redis-cli -c -p 7001 XADD orders '*' customer alice
 run    S=$(redis-cli -p 7001 RAFTSTREAM SHARD ADD)
@@ -81,6 +81,8 @@ run    ./raftstream slots move --addr 127.0.0.1:7001 --slots 0-999 --to $S --wai
 reply  redis-cli -p 7001 RAFTSTREAM SLOTS STATUS
 run    ./raftstream slots move --addr 127.0.0.1:7001 --slots 0-999 --to 0 --wait
 run    ./raftstream shard remove --addr 127.0.0.1:7001 --shard $S
+reply  redis-cli -p 7001 RAFTSTREAM SHARD POLICY
+reply  redis-cli -p 7001 RAFTSTREAM SHARD POLICY AUTO PER-NODE 1
 run    kill %1 %2 %3 && wait
 run    go test -run '^$' -bench Throughput -benchtime 1x ./cmd/raftstream
 

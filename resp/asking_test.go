@@ -57,6 +57,12 @@ func (b *fakeBackend) RemoveShard(ctx context.Context, shard int) error {
 	return errors.New("no controller")
 }
 
+func (b *fakeBackend) ShardPolicy() *cluster.ShardPolicy { return nil }
+
+func (b *fakeBackend) SetShardPolicy(ctx context.Context, auto bool, perNode float64) error {
+	return errors.New("no controller")
+}
+
 // TestRedirectReplies: the FSM's redirects become Redis's -ASK, -MOVED and
 // -TRYAGAIN with the address of the named shard's leader, for reads
 // (checked under the read) and transactions.

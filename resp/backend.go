@@ -97,4 +97,9 @@ type Backend interface {
 	AddShard(ctx context.Context, nodes []string) (int, error)
 	// RemoveShard retires an empty shard that owns no slot.
 	RemoveShard(ctx context.Context, shard int) error
+	// ShardPolicy is the cluster's automatic shard policy (nil: none).
+	ShardPolicy() *cluster.ShardPolicy
+	// SetShardPolicy turns the shard policy on or off and, when perNode >
+	// 0, sets its shards per node.
+	SetShardPolicy(ctx context.Context, auto bool, perNode float64) error
 }

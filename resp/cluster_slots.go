@@ -148,6 +148,11 @@ func (s *Server) semFor(shard int) chan struct{} {
 //	RAFTSTREAM SHARD REMOVE <shard>
 //	    retire a shard that owns no slot, takes part in no move and holds
 //	    no key.
+//	RAFTSTREAM SHARD POLICY
+//	    the automatic shard policy: auto yes|no, per-node K, and the
+//	    live and wanted shard counts.
+//	RAFTSTREAM SHARD POLICY AUTO|OFF [PER-NODE <k>]
+//	    turn it on or off, and set K.
 func cmdRaftstreamShard(s *Server, c *client, argv [][]byte) reply {
 	ctx, cancel := context.WithTimeout(context.Background(), slotsMoveTimeout)
 	defer cancel()
@@ -177,8 +182,56 @@ func cmdRaftstreamShard(s *Server, c *client, argv [][]byte) reply {
 			return errorf("ERR shard remove: %s", oneLine(err))
 		}
 		return engine.OK
+	case "POLICY":
+		return shardPolicy(s, ctx, argv[3:])
 	}
-	return errorf("ERR unknown subcommand '%s'. Try RAFTSTREAM SHARD ADD [node-id ...] or RAFTSTREAM SHARD REMOVE <shard>.", argv[2])
+	return errorf("ERR unknown subcommand '%s'. Try RAFTSTREAM SHARD ADD [node-id ...], RAFTSTREAM SHARD REMOVE <shard> or RAFTSTREAM SHARD POLICY [AUTO|OFF [PER-NODE <k>]].", argv[2])
+}
+
+// shardPolicy is RAFTSTREAM SHARD POLICY.
+func shardPolicy(s *Server, ctx context.Context, args [][]byte) reply {
+	if len(args) == 0 {
+		p := s.be.ShardPolicy()
+		auto, k := "no", "0"
+		if p != nil {
+			if p.Auto {
+				auto = "yes"
+			}
+			k = strconv.FormatFloat(p.PerNode, 'g', -1, 64)
+		}
+		return engine.Array{engine.BulkString("auto"), engine.BulkString(auto), engine.BulkString("per-node"), engine.BulkString(k)}
+	}
+	var auto bool
+	switch strings.ToUpper(string(args[0])) {
+	case "AUTO":
+		auto = true
+	case "OFF":
+	default:
+		return errorf("ERR syntax error")
+	}
+	k := 0.0
+	switch {
+	case len(args) == 3 && strings.EqualFold(string(args[1]), "PER-NODE"):
+		v, err := strconv.ParseFloat(string(args[2]), 64)
+		if err != nil || v <= 0 || v > 64 {
+			return errorf("ERR PER-NODE must be a number above 0 and at most 64")
+		}
+		k = v
+	case len(args) != 1:
+		return errorf("ERR syntax error")
+	}
+	if err := s.be.SetShardPolicy(ctx, auto, k); err != nil {
+		return errorf("ERR shard policy: %s", oneLine(err))
+	}
+	return engine.OK
+}
+
+// SeedShard is seedShard for a shard the shard policy added.
+func (s *Server) SeedShard(shard int) error {
+	if er := s.seedShard(shard); er != nil {
+		return errors.New(er.Msg)
+	}
+	return nil
 }
 
 // seedShard gives a shard just added the retention policies the others

@@ -388,7 +388,9 @@ var helpTexts = map[string][]helpBlock{
 			"    Add a shard (a Raft group) on the nodes given, or where the controller places it;",
 			"    it owns no slot until moves give it some. Returns its number.",
 			"SHARD REMOVE <shard>",
-			"    Retire a shard that owns no slot and holds no key."}},
+			"    Retire a shard that owns no slot and holds no key.",
+			"SHARD POLICY [AUTO|OFF [PER-NODE <k>]]",
+			"    Show or set the automatic shard policy: about <k> shards per node, slots spread by keys and bytes."}},
 	},
 }
 

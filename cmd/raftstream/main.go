@@ -214,6 +214,9 @@ func parseFlags(args []string) (*options, error) {
 	if err := readEnvSwitches(o); err != nil {
 		return nil, err
 	}
+	if err := checkSlotOptions(o.slots); err != nil {
+		return nil, err
+	}
 	return o, nil
 }
 
@@ -264,6 +267,15 @@ func run(args []string) error {
 	if ccfg.GossipKey, err = gossipKey(&o.sec); err != nil {
 		return err
 	}
+	// A shard the policy adds takes the retention policies of the others,
+	// as RAFTSTREAM SHARD ADD gives them (the server exists only later).
+	var served atomic.Pointer[resp.Server]
+	ccfg.ShardAdded = func(shard int) error {
+		if srv := served.Load(); srv != nil {
+			return srv.SeedShard(shard)
+		}
+		return errors.New("not serving clients yet")
+	}
 
 	// 4. Open the node and start its Raft groups (bootstrapping a new
 	//    cluster, or rejoining with the state found in --dir).
@@ -308,6 +320,7 @@ func run(args []string) error {
 	rcfg.LogLevel = logLevel
 	rcfg.Port, rcfg.Bind, rcfg.Dir = o.port, o.bind, o.dir
 	srv := resp.New(node, rcfg)
+	served.Store(srv)
 	if err := applySecurity(srv, &o.sec); err != nil {
 		_ = ln.Close()
 		_ = node.Close()

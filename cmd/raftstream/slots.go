@@ -30,13 +30,28 @@ func init() {
 
 // slotOptions are the server's slot-move flags.
 type slotOptions struct {
-	migrateRate  int64
-	migrateChunk int
+	migrateRate   int64
+	migrateChunk  int
+	shardsPerNode float64
+	shardPolicy   string
 }
 
 func registerSlotFlags(fs *flag.FlagSet, o *slotOptions) {
 	fs.Int64Var(&o.migrateRate, "migrate-rate", cluster.DefaultMigrateRate, "bytes per second this node copies to other shards when it moves slots (all moves together; negative = unlimited)")
 	fs.IntVar(&o.migrateChunk, "migrate-chunk", cluster.DefaultMigrateChunk, "largest log entry of a slot move in bytes (bigger keys are sent in chunks of this size)")
+	fs.Float64Var(&o.shardsPerNode, "shards-per-node", 0, "shards per node the shard policy of a NEW cluster keeps as nodes join and leave; 0 = --shards / --bootstrap-expect when --shards is given, else 1 (RAFTSTREAM SHARD POLICY changes it later)")
+	fs.StringVar(&o.shardPolicy, "shard-policy", "auto", "shard policy of a NEW cluster: auto (shards added, retired and given slots as nodes join and leave) or off (only by RAFTSTREAM SHARD and SLOTS MOVE)")
+}
+
+// checkSlotOptions refuses bad slot and shard-policy flags.
+func checkSlotOptions(o slotOptions) error {
+	if o.shardPolicy != "auto" && o.shardPolicy != "off" {
+		return fmt.Errorf("--shard-policy %q: want auto or off", o.shardPolicy)
+	}
+	if o.shardsPerNode < 0 || o.shardsPerNode > 64 {
+		return fmt.Errorf("--shards-per-node %v: want 0 to 64", o.shardsPerNode)
+	}
+	return nil
 }
 
 // applySlotOptions wires the slot-move settings, and the command table's
@@ -45,6 +60,8 @@ func registerSlotFlags(fs *flag.FlagSet, o *slotOptions) {
 func applySlotOptions(c *cluster.Config, o slotOptions) {
 	c.MigrateRate = o.migrateRate
 	c.MigrateChunk = o.migrateChunk
+	c.ShardsPerNode = o.shardsPerNode
+	c.ShardPolicyOff = o.shardPolicy == "off"
 	c.KeysOf = commandKeys
 }
 
@@ -187,11 +204,15 @@ func printSlotStatus(c *wire.Client, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// shardCmd is `raftstream shard add [--nodes id,id,...] | remove --shard N`.
+// shardCmd is `raftstream shard add [--nodes id,id,...] | remove --shard N
+// | policy [--set auto|off] [--per-node K]`.
 func shardCmd(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || (args[0] != "add" && args[0] != "remove") {
-		fmt.Fprintln(stderr, "usage: raftstream shard add --addr host:port [--nodes id,id,...]\n       raftstream shard remove --addr host:port --shard N")
+	if len(args) == 0 || (args[0] != "add" && args[0] != "remove" && args[0] != "policy") {
+		fmt.Fprintln(stderr, "usage: raftstream shard add --addr host:port [--nodes id,id,...]\n       raftstream shard remove --addr host:port --shard N\n       raftstream shard policy --addr host:port [--set auto|off] [--per-node K]")
 		return 2
+	}
+	if args[0] == "policy" {
+		return shardPolicyCmd(args[1:], stdout, stderr)
 	}
 	fs, addr, pass, timeout := clientFlags("shard "+args[0], stderr)
 	var nodes string
@@ -234,5 +255,46 @@ func shardCmd(args []string, stdout, stderr io.Writer) int {
 	} else {
 		fmt.Fprintf(stdout, "shard %d retired\n", shard)
 	}
+	return 0
+}
+
+// shardPolicyCmd is `raftstream shard policy`: prints the shard policy, or
+// sets it (RAFTSTREAM SHARD POLICY).
+func shardPolicyCmd(args []string, stdout, stderr io.Writer) int {
+	fs, addr, pass, timeout := clientFlags("shard policy", stderr)
+	set := fs.String("set", "", "auto or off: turn the shard policy on or off")
+	perNode := fs.String("per-node", "", "shards per node the policy keeps (with --set)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cmd := []string{"RAFTSTREAM", "SHARD", "POLICY"}
+	switch {
+	case *set != "":
+		cmd = append(cmd, strings.ToUpper(*set))
+		if *perNode != "" {
+			cmd = append(cmd, "PER-NODE", *perNode)
+		}
+	case *perNode != "":
+		fmt.Fprintln(stderr, "raftstream shard policy: --per-node needs --set auto|off")
+		return 2
+	}
+	c, err := adminDial(*addr, *pass, *timeout)
+	if err != nil {
+		fmt.Fprintln(stderr, "raftstream shard policy:", err)
+		return 1
+	}
+	defer c.Close()
+	v, err := adminDo(c, cmd...)
+	if err != nil {
+		fmt.Fprintf(stderr, "raftstream shard policy: %v\n", err)
+		return 1
+	}
+	if arr, ok := v.([]any); ok {
+		for i := 0; i+1 < len(arr); i += 2 {
+			fmt.Fprintf(stdout, "%v %v\n", arr[i], arr[i+1])
+		}
+		return 0
+	}
+	fmt.Fprintln(stdout, v)
 	return 0
 }
