@@ -32,9 +32,10 @@ import (
 //     prefers the most shards (the lightest among those): its slots move
 //     to the other shards, spread by weight, and once it owns none and
 //     holds no key it is retired;
-//   - otherwise, when the heaviest shard outweighs the lightest by more
-//     than a fifth of the mean, move a run of slots from the one to the
-//     other (one move per donor per step).
+//   - otherwise (weighed every spreadInterval, or at once when a shard
+//     owns no slot), when the heaviest shard outweighs the lightest by
+//     more than a fifth of the mean, move runs of slots from the one to
+//     the other (one donor gives once per step).
 //
 // A slot weighs 1 + its keys + its bytes/4 KiB (MEMORY USAGE's estimate),
 // so an empty cluster spreads slots evenly and a loaded one by its data.
@@ -57,10 +58,12 @@ type ShardPolicy struct {
 }
 
 // policyInterval is how often the controller leader considers a step;
-// policySettle how long the member set must be unchanged first.
+// policySettle how long the member set must be unchanged first;
+// spreadInterval how often it weighs the slots when every shard owns some.
 const (
 	policyInterval = time.Second
 	policySettle   = 3 * time.Second
+	spreadInterval = 15 * time.Second
 )
 
 // maxRunsPerStep bounds the runs of slots one shard gives in one step.
@@ -143,8 +146,8 @@ func (n *Node) operatorTakesOver(m *Membership, req *slotRPC) {
 func (n *Node) policyLoop() {
 	t := time.NewTicker(policyInterval)
 	defer t.Stop()
-	var members string
-	var since time.Time
+	var members, lastErr string
+	var since, lastSpread time.Time
 	for {
 		select {
 		case <-n.shutdownCh:
@@ -165,13 +168,38 @@ func (n *Node) policyLoop() {
 		if time.Since(since) < policySettle {
 			continue
 		}
+		// Weighing the slots reads every key's size on every leader: the
+		// spread is considered every spreadInterval, or at once when a
+		// live shard owns no slot (one just added).
+		spread := time.Since(lastSpread) >= spreadInterval || slotlessShard(m)
+		if spread {
+			lastSpread = time.Now()
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		err := n.policyStep(ctx, m)
+		err := n.policyStep(ctx, m, spread)
 		cancel()
-		if err != nil && !errors.Is(err, errNotCtrlLeader) {
-			n.log.Info("shard policy: step not taken", "err", err)
+		switch {
+		case err == nil || errors.Is(err, errNotCtrlLeader):
+			lastErr = ""
+		case err.Error() != lastErr: // once per distinct reason
+			lastErr = err.Error()
+			n.log.Info("shard policy: step not taken (retried every second)", "err", err)
 		}
 	}
+}
+
+// slotlessShard reports whether a live shard of m owns no slot.
+func slotlessShard(m *Membership) bool {
+	sm, err := slots.FromRuns(m.slotTable().Runs)
+	if err != nil {
+		return false
+	}
+	for _, s := range liveShards(m) {
+		if len(sm.RangesOf(s)) == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // policyMembers are the members the policy counts: those not draining.
@@ -196,8 +224,9 @@ func liveShards(m *Membership) []int {
 	return out
 }
 
-// policyStep takes at most one step of the policy (see the file comment).
-func (n *Node) policyStep(ctx context.Context, m *Membership) error {
+// policyStep takes at most one step of the policy (see the file comment);
+// the spread only when spread is set.
+func (n *Node) policyStep(ctx context.Context, m *Membership, spread bool) error {
 	t := m.slotTable()
 	if len(t.Moves) > 0 || len(t.Fresh) > 0 {
 		return nil // one step at a time
@@ -231,6 +260,9 @@ func (n *Node) policyStep(ctx context.Context, m *Membership) error {
 			return err
 		}
 		return n.recordMoves(planRetire(sm, w, live, victim))
+	}
+	if !spread {
+		return nil
 	}
 	sm, err := slots.FromRuns(t.Runs)
 	if err != nil {
