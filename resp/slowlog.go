@@ -2,8 +2,9 @@ package resp
 
 import (
 	"bytes"
-	"fmt"
+	"math"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,19 +29,28 @@ const (
 
 // slowLog is one node's slow log. The thresholds are read on every command
 // (atomics); the entries are guarded by mu.
+//
+// Under a write load whose replies wait longer than the threshold for
+// replication, every command is logged: the log is a ring whose oldest
+// entry, once it holds slowlog-max-len, is overwritten in place, its
+// argument buffer reused, so that logging allocates nothing then.
 type slowLog struct {
 	slower atomic.Int64 // µs; < 0: off
 	maxLen atomic.Int64
 
 	mu      sync.Mutex
-	entries []slowEntry // oldest first
+	entries []slowEntry // a ring: the oldest at head
+	head    int
 	nextID  int64
 }
 
 type slowEntry struct {
 	id, at, usec int64 // at: unix seconds
-	argv         []string
-	addr, name   string
+	// args holds the logged arguments back to back; ends[i] is where the
+	// i-th ends.
+	args       []byte
+	ends       []int
+	addr, name string
 }
 
 func (l *slowLog) init() {
@@ -50,40 +60,69 @@ func (l *slowLog) init() {
 
 // add logs a command that took d.
 func (l *slowLog) add(c *client, argv [][]byte, d time.Duration) {
-	e := slowEntry{at: time.Now().Unix(), usec: d.Microseconds(), argv: slowlogArgs(argv)}
+	var addr, name string
 	if c != nil {
-		e.addr, e.name = c.addr, c.getName()
+		addr, name = c.addr, c.getName()
 	}
+	at := time.Now().Unix()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	e.id = l.nextID
+	e := l.slot(int(min(l.maxLen.Load(), math.MaxInt32)))
+	e.id, e.at, e.usec, e.addr, e.name = l.nextID, at, d.Microseconds(), addr, name
+	e.args, e.ends = appendSlowlogArgs(e.args[:0], e.ends[:0], argv)
 	l.nextID++
-	l.entries = append(l.entries, e)
-	if over := len(l.entries) - int(l.maxLen.Load()); over > 0 {
-		l.entries = slices.Delete(l.entries, 0, over)
-	}
 }
 
-// slowlogArgs is what the log keeps of argv: at most 32 arguments (the last
-// saying how many more there were), each at most 128 bytes (saying how many
-// more there were), with secrets redacted.
-func slowlogArgs(argv [][]byte) []string {
+// slot returns the entry to overwrite with the newest one, the log being
+// kept to at most keep entries (a scratch entry when it keeps none). Under
+// l.mu.
+func (l *slowLog) slot(keep int) *slowEntry {
+	if keep <= 0 {
+		l.entries, l.head = nil, 0
+		return &slowEntry{}
+	}
+	if len(l.entries) > keep || len(l.entries) < keep && l.head != 0 {
+		// slowlog-max-len changed since the ring filled up: straighten
+		// it, oldest first, keeping the newest keep.
+		l.entries = slices.Concat(l.entries[l.head:], l.entries[:l.head])
+		l.entries = l.entries[max(len(l.entries)-keep, 0):]
+		l.head = 0
+	}
+	if len(l.entries) == keep {
+		e := &l.entries[l.head]
+		l.head = (l.head + 1) % keep
+		return e
+	}
+	l.entries = append(l.entries, slowEntry{})
+	return &l.entries[len(l.entries)-1]
+}
+
+// appendSlowlogArgs appends to args (and their ends to ends) what the log
+// keeps of argv: at most 32 arguments (the last saying how many more there
+// were), each at most 128 bytes (saying how many more there were), with
+// secrets redacted.
+func appendSlowlogArgs(args []byte, ends []int, argv [][]byte) ([]byte, []int) {
 	n := min(len(argv), slowlogMaxArgs)
-	out := make([]string, n)
 	for i := range n {
 		a := argv[i]
 		switch {
 		case i == n-1 && n < len(argv):
-			out[i] = fmt.Sprintf("... (%d more arguments)", len(argv)-n+1)
+			args = append(args, "... ("...)
+			args = strconv.AppendInt(args, int64(len(argv)-n+1), 10)
+			args = append(args, " more arguments)"...)
 		case redacted(argv, i):
-			out[i] = "(redacted)"
+			args = append(args, "(redacted)"...)
 		case len(a) > slowlogMaxBytes:
-			out[i] = fmt.Sprintf("%s... (%d more bytes)", a[:slowlogMaxBytes], len(a)-slowlogMaxBytes)
+			args = append(args, a[:slowlogMaxBytes]...)
+			args = append(args, "... ("...)
+			args = strconv.AppendInt(args, int64(len(a)-slowlogMaxBytes), 10)
+			args = append(args, " more bytes)"...)
 		default:
-			out[i] = string(a)
+			args = append(args, a...)
 		}
+		ends = append(ends, len(args))
 	}
-	return out
+	return args, ends
 }
 
 // redacted reports whether argv[i] is a secret the logs must not show:
@@ -110,16 +149,30 @@ func redacted(argv [][]byte, i int) bool {
 	return false
 }
 
+// slowlogRow is one entry of SLOWLOG GET.
+type slowlogRow struct {
+	id, at, usec int64
+	argv         []string
+	addr, name   string
+}
+
 // get returns the newest n entries (all for n < 0), newest first.
-func (l *slowLog) get(n int64) []slowEntry {
+func (l *slowLog) get(n int64) []slowlogRow {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if n < 0 || n > int64(len(l.entries)) {
 		n = int64(len(l.entries))
 	}
-	out := make([]slowEntry, 0, n)
-	for i := len(l.entries) - 1; i >= 0 && int64(len(out)) < n; i-- {
-		out = append(out, l.entries[i])
+	out := make([]slowlogRow, 0, n)
+	for k := len(l.entries) - 1; k >= 0 && int64(len(out)) < n; k-- {
+		e := &l.entries[(l.head+k)%len(l.entries)]
+		argv := make([]string, len(e.ends))
+		from := 0
+		for i, end := range e.ends {
+			argv[i] = string(e.args[from:end])
+			from = end
+		}
+		out = append(out, slowlogRow{id: e.id, at: e.at, usec: e.usec, argv: argv, addr: e.addr, name: e.name})
 	}
 	return out
 }
@@ -133,7 +186,7 @@ func (l *slowLog) len() int {
 func (l *slowLog) reset() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.entries = nil
+	l.entries, l.head = nil, 0
 }
 
 // cmdSlowlogGet implements SLOWLOG GET [count] (default 10, -1 for all).

@@ -161,3 +161,55 @@ func fmtString(v any) string {
 	}
 	return "?"
 }
+
+// TestSlowlogRingMatchesRedis: a full slow log drops its oldest entry for
+// each new one, and keeps the newest slowlog-max-len as that setting is
+// lowered and raised, as redis-server does; IDs go down from the newest.
+func TestSlowlogRingMatchesRedis(t *testing.T) {
+	oc, rc := dial(t, startServer(t, newFakeBackend(1), DefaultConfig())), dial(t, testkit.StartRedis(t))
+	both := func(cmd ...string) {
+		t.Helper()
+		for _, c := range []*testkit.Conn{oc, rc} {
+			do(t, c, cmd...)
+		}
+	}
+	compare := func(when string) {
+		t.Helper()
+		raw := do(t, oc, "SLOWLOG", "GET", "-1")
+		got, want := slowlogEntries(t, raw), slowlogEntries(t, do(t, rc, "SLOWLOG", "GET", "-1"))
+		if g, w := fmtAny(got), fmtAny(want); g != w {
+			t.Errorf("%s: SLOWLOG GET -1:\n got %s\nwant %s", when, g, w)
+		}
+		v, err := wire.Parse([]byte(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, e := range v.([]any) {
+			if i > 0 && e.([]any)[0].(int64) != v.([]any)[i-1].([]any)[0].(int64)-1 {
+				t.Errorf("%s: IDs not consecutive, newest first: %q", when, raw)
+				break
+			}
+		}
+	}
+	both("CONFIG", "SET", "slowlog-max-len", "4")
+	both("CONFIG", "SET", "slowlog-log-slower-than", "0")
+	for i := range 10 {
+		both("ECHO", strings.Repeat("a", i+1))
+	}
+	compare("10 commands into 4 entries")
+	both("CONFIG", "SET", "slowlog-max-len", "2")
+	both("ECHO", "lowered")
+	compare("slowlog-max-len lowered to 2")
+	both("CONFIG", "SET", "slowlog-max-len", "6")
+	for i := range 3 {
+		both("ECHO", strings.Repeat("b", i+1))
+	}
+	compare("slowlog-max-len raised to 6, 3 more")
+	for i := range 7 {
+		both("ECHO", strings.Repeat("c", 200+i))
+	}
+	compare("7 more, long arguments")
+	both("CONFIG", "SET", "slowlog-max-len", "0")
+	both("ECHO", "none")
+	compare("slowlog-max-len 0")
+}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"testing"
 	"time"
 )
@@ -71,6 +72,31 @@ func TestGCPolicyFollowsTheLiveHeap(t *testing.T) {
 		if got := limitAfterGC(); got < 80<<20 || got > 96<<20 {
 			t.Fatalf("round %d, 64 MiB live: limit %d MiB, want 80..96", round, got>>20)
 		}
+	}
+	runtime.KeepAlive(live)
+}
+
+// TestGCPolicyHeapGoalIsThePercent: the runtime's heap goal under the
+// policy's limit is the live heap plus the percent, not less: the runtime
+// keeps a headroom of the limit back and counts the heap's unused span
+// space against it, which the limit adds back.
+func TestGCPolicyHeapGoalIsThePercent(t *testing.T) {
+	t.Setenv("GOGC", "")
+	t.Setenv("GOMEMLIMIT", "")
+	defer func() { debug.SetGCPercent(100); debug.SetMemoryLimit(math.MaxInt64) }()
+	live := make([][]byte, 64)
+	for i := range live {
+		live[i] = make([]byte, 1<<20) // 64 MiB live
+	}
+	stop := startGCPolicy(gcOptions{percent: 25, floor: 8 << 20}, slog.New(slog.DiscardHandler))
+	defer stop()
+	runtime.GC()
+	time.Sleep(50 * time.Millisecond) // the finalizer runs after the cycle
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/heap/goal:bytes"}}
+	metrics.Read(s)
+	lv, goal := float64(s[0].Value.Uint64()), float64(s[1].Value.Uint64())
+	if goal < 1.24*lv || goal > 1.30*lv {
+		t.Fatalf("heap goal %.1f MiB for %.1f MiB live: %.3f×, want 1.25×", goal/(1<<20), lv/(1<<20), goal/lv)
 	}
 	runtime.KeepAlive(live)
 }
