@@ -3,6 +3,7 @@ package resp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/raftstream/raftstream/engine"
 	"github.com/raftstream/raftstream/fsm"
+	"github.com/raftstream/raftstream/resp/wire"
 	"github.com/raftstream/raftstream/slots"
 )
 
@@ -153,6 +155,11 @@ func (s *Server) semFor(shard int) chan struct{} {
 //	    live and wanted shard counts.
 //	RAFTSTREAM SHARD POLICY AUTO|OFF [PER-NODE <k>]
 //	    turn it on or off, and set K.
+//	RAFTSTREAM SHARD CONFIG <shard> GET <pattern>
+//	RAFTSTREAM SHARD CONFIG <shard> SET <param> <value> [...]
+//	    the engine's replicated parameters (stream-node-*, stream-idmp-*)
+//	    of that one shard, read or proposed through its leader (here, or
+//	    forwarded to it); CONFIG GET/SET cover the shards a node leads.
 func cmdRaftstreamShard(s *Server, c *client, argv [][]byte) reply {
 	ctx, cancel := context.WithTimeout(context.Background(), slotsMoveTimeout)
 	defer cancel()
@@ -184,8 +191,81 @@ func cmdRaftstreamShard(s *Server, c *client, argv [][]byte) reply {
 		return engine.OK
 	case "POLICY":
 		return shardPolicy(s, ctx, argv[3:])
+	case "CONFIG":
+		return shardConfig(s, argv)
 	}
 	return errorf("ERR unknown subcommand '%s'. Try RAFTSTREAM SHARD ADD [node-id ...], RAFTSTREAM SHARD REMOVE <shard> or RAFTSTREAM SHARD POLICY [AUTO|OFF [PER-NODE <k>]].", argv[2])
+}
+
+// shardConfig is RAFTSTREAM SHARD CONFIG <shard> GET|SET ….
+func shardConfig(s *Server, argv [][]byte) reply {
+	if len(argv) < 6 {
+		return errorf("ERR wrong number of arguments for 'raftstream|shard|config' command")
+	}
+	shard, er := s.shardArg(argv[3])
+	if er != nil {
+		return er
+	}
+	logArgv := append([][]byte{[]byte("CONFIG")}, argv[4:]...)
+	remote := slices.Clone(argv)
+	f := newForwarder(s.cfg.RequirePass)
+	defer f.close()
+	switch {
+	case engine.EqFold(argv[4], "GET") && len(argv) == 6:
+		var cfg engine.Config
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.WriteTimeout)
+		defer cancel()
+		err := s.be.Read(ctx, shard, false, func(e *engine.Engine) { cfg = e.Config() })
+		var nl *fsm.NotLeaderError
+		if err != nil && errors.As(err, &nl) {
+			if addr := s.leaderRESPAddr(nl); addr != "" {
+				return s.forwardedConfig(f, addr, remote)
+			}
+		}
+		if err != nil {
+			return s.mapReadError(err, -1)
+		}
+		out := engine.Map{}
+		for _, name := range engine.ConfigNames() {
+			if engine.GlobMatch(strings.ToLower(string(argv[5])), name, false) {
+				v, _ := cfg.Get(name)
+				out = append(out, engine.Bulk(name), engine.Bulk(v))
+			}
+		}
+		return out
+	case engine.EqFold(argv[4], "SET") && len(argv)%2 == 1:
+		if r := engine.Validate(nowMs(), logArgv); r != nil {
+			return r
+		}
+		rs, err := s.waitFuture(s.be.Submit(shard, fsm.Unit{logArgv}))
+		if err == nil {
+			return rs[0]
+		}
+		return s.onShardLeader(f, shard, logArgv, remote, err)
+	}
+	return errorf("ERR syntax error")
+}
+
+// forwardedConfig sends RAFTSTREAM SHARD CONFIG … GET to the node at addr
+// and returns its name/value list.
+func (s *Server) forwardedConfig(f *forwarder, addr string, argv [][]byte) reply {
+	raw, err := f.do(addr, 2, [][][]byte{argv}, s.cfg.WriteTimeout)
+	if err != nil {
+		return errorf("TRYAGAIN could not reach the shard's leader at %s", addr)
+	}
+	v, err := wire.Parse(raw)
+	if e, ok := v.(wire.Error); ok {
+		return errorf("%s", string(e))
+	}
+	kv, ok := v.([]any)
+	if err != nil || !ok {
+		return errorf("ERR unexpected reply from %s: %q", addr, raw)
+	}
+	out := engine.Map{}
+	for _, x := range kv {
+		out = append(out, engine.Bulk(fmt.Sprint(x)))
+	}
+	return out
 }
 
 // shardPolicy is RAFTSTREAM SHARD POLICY.
@@ -259,6 +339,9 @@ func (s *Server) seedShard(shard int) *engine.Error {
 	if er, ok := list.(*engine.Error); ok {
 		return er
 	}
+	if er := s.seedConfig(f, shard); er != nil {
+		return er
+	}
 	policies, _ := list.(engine.Array)
 	for _, p := range policies {
 		args := policySetArgs(p)
@@ -277,6 +360,32 @@ func (s *Server) seedShard(shard int) *engine.Error {
 		}
 	}
 	return nil
+}
+
+// seedConfig gives a shard just added the engine parameters (CONFIG SET
+// stream-node-*, stream-idmp-*) in force on the other shards this node
+// hosts, where they differ from the defaults.
+func (s *Server) seedConfig(f *forwarder, shard int) *engine.Error {
+	cfg, def := s.engineConfigExcept(shard), engine.DefaultConfig()
+	logArgv := [][]byte{[]byte("CONFIG"), []byte("SET")}
+	for _, name := range engine.ConfigNames() {
+		v, _ := cfg.Get(name)
+		if d, _ := def.Get(name); v != d {
+			logArgv = append(logArgv, []byte(name), []byte(v))
+		}
+	}
+	if len(logArgv) == 2 {
+		return nil
+	}
+	remote := append([][]byte{[]byte("RAFTSTREAM"), []byte("SHARD"), []byte("CONFIG"), []byte(strconv.Itoa(shard))}, logArgv[1:]...)
+	var r reply
+	if rs, err := s.waitFuture(s.be.Submit(shard, fsm.Unit{logArgv})); err == nil {
+		r = rs[0]
+	} else {
+		r = s.onShardLeader(f, shard, logArgv, remote, err)
+	}
+	er, _ := r.(*engine.Error)
+	return er
 }
 
 // policySetArgs is the RETENTION SET that makes policy p (RETENTION LIST's

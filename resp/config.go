@@ -283,13 +283,19 @@ func logLevelName(l slog.Level) string {
 // replicas: read from a shard this node leads (a linearizable read, so CONFIG
 // GET right after a restart sees every replayed CONFIG SET), else from a
 // local replica.
-func (s *Server) engineConfig() engine.Config {
+func (s *Server) engineConfig() engine.Config { return s.engineConfigExcept(-1) }
+
+// engineConfigExcept is engineConfig from the shards other than skip.
+func (s *Server) engineConfigExcept(skip int) engine.Config {
 	cfg := engine.DefaultConfig()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	read := func(e *engine.Engine) { cfg = e.Config() }
 	hosted := -1
 	for sh := 0; sh < s.be.NumShards(); sh++ {
+		if sh == skip {
+			continue
+		}
 		if s.leads(sh) && s.be.Read(ctx, sh, false, read) == nil {
 			return cfg
 		}

@@ -390,7 +390,9 @@ var helpTexts = map[string][]helpBlock{
 			"SHARD REMOVE <shard>",
 			"    Retire a shard that owns no slot and holds no key.",
 			"SHARD POLICY [AUTO|OFF [PER-NODE <k>]]",
-			"    Show or set the automatic shard policy: about <k> shards per node, slots spread by keys and bytes."}},
+			"    Show or set the automatic shard policy: about <k> shards per node, slots spread by keys and bytes.",
+			"SHARD CONFIG <shard> GET <pattern> | SET <param> <value> [...]",
+			"    Read or set the replicated engine parameters of one shard, through its leader."}},
 	},
 }
 

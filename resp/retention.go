@@ -108,6 +108,14 @@ func (s *Server) retentionEverywhere(args, logArgv [][]byte) reply {
 func (s *Server) retentionOnShard(f *forwarder, sh int, args [][]byte, err error) reply {
 	logArgv := append([][]byte{[]byte(engine.RetentionCommand)}, args...)
 	remote := append([][]byte{[]byte("RAFTSTREAM"), []byte("RETENTION"), []byte("SHARD"), []byte(strconv.Itoa(sh))}, args...)
+	return s.onShardLeader(f, sh, logArgv, remote, err)
+}
+
+// onShardLeader follows up a local proposal of logArgv to shard sh that
+// failed with err: while err says another node leads sh, it sends remote
+// (a RAFTSTREAM command that proposes logArgv there) to that leader, or
+// proposes here again once this node leads, up to retentionTries times.
+func (s *Server) onShardLeader(f *forwarder, sh int, logArgv, remote [][]byte, err error) reply {
 	for try := 0; ; try++ {
 		var nl *fsm.NotLeaderError
 		if !errors.As(err, &nl) {
