@@ -290,9 +290,16 @@ func TestControllerFollowsMembership(t *testing.T) {
 	tc.waitCtrl(t, "five nodes", 60*time.Second, func(v, nv []string) bool {
 		return len(v) == 5 && len(nv) == 0 && slices.Contains(v, n4.ID()) && slices.Contains(v, n5.ID())
 	})
+	// The joiners' own replicas learn of their promotion a moment after
+	// the leader's configuration lists them.
 	for _, n := range []*Node{n4, n5} {
-		if c := n.ctrl.Load(); c == nil || !isVoter(c.r, n.ID()) {
-			t.Fatalf("%s: no controller voter replica", n.cfg.NodeName)
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			if c := n.ctrl.Load(); c != nil && isVoter(c.r, n.ID()) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: no controller voter replica", n.cfg.NodeName)
+			}
 		}
 	}
 
