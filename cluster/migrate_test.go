@@ -310,4 +310,13 @@ func TestShardAddMoveRemove(t *testing.T) {
 			t.Fatalf("XLEN %s after moving back: %v %v", k, rep, err)
 		}
 	}
+	// A retired shard has no leader to wait for: a node (re)starting waits
+	// for the live shards only.
+	wctx, wcancel := context.WithTimeout(ctx, 5*time.Second)
+	defer wcancel()
+	for _, n := range tc.nodes {
+		if err := n.WaitLeaders(wctx); err != nil {
+			t.Fatalf("%s: WaitLeaders with a retired shard: %v", n.cfg.NodeName, err)
+		}
+	}
 }

@@ -728,15 +728,15 @@ func shardStatus(ls *localShard) ShardStatus {
 	}
 }
 
-// WaitLeaders blocks until every shard has a known leader (local Raft state
-// or health reports), or ctx ends.
+// WaitLeaders blocks until every live shard (not retired) has a known
+// leader (local Raft state or health reports), or ctx ends.
 func (n *Node) WaitLeaders(ctx context.Context) error {
 	t := time.NewTicker(10 * time.Millisecond)
 	defer t.Stop()
 	for {
 		ok := true
 		for _, s := range n.Topology().Shards {
-			if s.Leader == "" {
+			if s.Leader == "" && len(s.Replicas) > 0 { // a retired shard has none
 				ok = false
 				break
 			}
