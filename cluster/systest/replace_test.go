@@ -117,8 +117,9 @@ func kind2(err error) string {
 	return "conn"
 }
 
-// report returns the counts so far and resets them, with the longest gap
-// per key since the last report.
+// report returns the XADDs acknowledged so far (all of them, not since the
+// last report), and the retries and errors since the last report with the
+// longest gap per key since then.
 func (l *writeLoad) report() (acked int, gap time.Duration, retries, errs map[string]int, samples []string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
