@@ -46,7 +46,10 @@ type Config struct {
 	// rule for a single oversized unit).
 	MaxBatchBytes int
 	// MaxInFlight is how many log entries the batcher keeps proposed but not
-	// yet applied. More overlaps fsync with batching; 1 serialises.
+	// yet applied. More overlaps fsync with batching but splits the waiting
+	// commands into smaller entries (about submitters / (MaxInFlight+1)
+	// each); 1 makes the fewest entries, log writes and AppendEntries per
+	// command.
 	MaxInFlight int
 	// MaxLinger bounds how long the batcher, after raft took an entry, waits
 	// for the leader to finish writing it before it forms the next entry
@@ -152,7 +155,7 @@ func DefaultConfig() Config {
 		Engine:             engine.DefaultConfig(),
 		MaxBatchCommands:   1024,
 		MaxBatchBytes:      1 << 20,
-		MaxInFlight:        4,
+		MaxInFlight:        1,
 		MaxLinger:          50 * time.Millisecond,
 		QueueDepth:         8192,
 		EnqueueTimeout:     2 * time.Second,
