@@ -107,7 +107,7 @@ func TestSystemShardPolicyScaleOutAndIn(t *testing.T) {
 	errors := 0
 	phase := func(what string, d time.Duration) {
 		t.Helper()
-		n0, _, retries, errs, _ := l.report() // acknowledged so far; errors since the last report
+		n0, _, _, errs, _ := l.report() // acknowledged so far; errors since the last report
 		for _, e := range errs {
 			errors += e
 		}
