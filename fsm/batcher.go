@@ -321,7 +321,7 @@ func (s *Shard) propose(batch []*proposal) {
 			}
 		})
 		err := s.awaitApply(af)
-		s.noteTransfer(err)
+		s.noteTransfer(err, e.start)
 		timer.Stop()
 		if err != nil {
 			e.fail(err)

@@ -29,37 +29,45 @@ import (
 // raft instance's own calls, so that a transfer stuck in raft is noticed.
 func (s *Shard) TransferLeadership(to raft.ServerID, addr raft.ServerAddress) raft.Future {
 	var f raft.Future
+	asked := time.Now()
 	if to == "" {
 		f = s.raft.LeadershipTransfer()
 	} else {
 		f = s.raft.LeadershipTransferToServer(to, addr)
 	}
-	return transferFuture{Future: f, s: s}
+	return transferFuture{Future: f, s: s, asked: asked}
 }
 
 // transferFuture notes its outcome when it is read.
 type transferFuture struct {
 	raft.Future
-	s *Shard
+	s     *Shard
+	asked time.Time
 }
 
 func (f transferFuture) Error() error {
 	err := f.Future.Error()
-	f.s.noteTransfer(err)
+	f.s.noteTransfer(err, f.asked)
 	return err
 }
 
-// noteTransfer records what a transfer or a proposal was told. "In progress"
-// starts the clock (if it is not running). Any other answer stops it: a
-// proposal or a transfer that raft took shows the flag was down, and a
-// transfer's own outcome (the stuck one answers "timeout" before it hangs)
-// ends that transfer; a flag still up is reported by the next refusal.
-func (s *Shard) noteTransfer(err error) {
+// noteTransfer records what a transfer or a proposal handed to raft at
+// asked was told. "In progress" starts the clock (if it is not running).
+// Any other answer stops a clock started before asked: a proposal or a
+// transfer that raft took shows the flag was down after the refusal that
+// started it, and a transfer's own outcome (the stuck one answers "timeout"
+// before it hangs) ends that transfer; a flag still up is reported by the
+// next refusal. An answer to something asked before the clock started
+// (a proposal taken just before a transfer began, read late) says nothing
+// about the flag now and leaves the clock running.
+func (s *Shard) noteTransfer(err error, asked time.Time) {
 	if errors.Is(err, raft.ErrLeadershipTransferInProgress) {
 		s.transferBusySince.CompareAndSwap(0, time.Now().UnixNano())
 		return
 	}
-	s.transferBusySince.Store(0)
+	if since := s.transferBusySince.Load(); since != 0 && since <= asked.UnixNano() {
+		s.transferBusySince.CompareAndSwap(since, 0)
+	}
 }
 
 // StuckTransferAfter is how long raft's transfer flag must have stayed up,

@@ -15,6 +15,21 @@ import (
 // election timeout by a transfer to a follower that is down and behind (raft
 // tries to catch it up until the transfer times out).
 func TestTransferStuckChecksTheFlag(t *testing.T) {
+	transferStuckChecksTheFlag(t)
+}
+
+// TestTransferStuckOutlivesALateAnswer: the answer to a proposal raft took
+// before the transfer began, read after a refusal started the clock (its
+// waiter ran late, as a loaded machine makes it), does not stop the clock.
+func TestTransferStuckOutlivesALateAnswer(t *testing.T) {
+	// Set before the cluster opens, so it is cleared after the replicas
+	// (and their waiters) are gone.
+	waiterHook = func() { time.Sleep(60 * time.Millisecond) }
+	t.Cleanup(func() { waiterHook = nil })
+	transferStuckChecksTheFlag(t)
+}
+
+func transferStuckChecksTheFlag(t *testing.T) {
 	rs := clusterOf3(t, func(c *Config) {
 		c.ElectionTimeout = 2 * time.Second
 		c.StuckTransferAfter = 50 * time.Millisecond
