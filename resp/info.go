@@ -256,7 +256,8 @@ func (s *Server) infoMemory(w infoWriter) {
 // a Raft snapshot is an RDB save; rdb_* sum or pick over the replicas this
 // node hosts. raft_log_* describe the node's shared log.
 func (s *Server) infoPersistence(w infoWriter) {
-	var changes, saves uint64
+	var changes, saves, proposed, entryCmds, committed uint64
+	var commitSecs float64
 	var lastSave, lastSecs, curSecs int64 = s.started.Unix(), -1, -1
 	status, inProgress, faulted := "ok", 0, ""
 	for sh := 0; sh < s.be.NumShards(); sh++ {
@@ -264,6 +265,10 @@ func (s *Server) infoPersistence(w infoWriter) {
 		if !ok {
 			continue
 		}
+		proposed += fs.BatchCommands.Count
+		entryCmds += uint64(fs.BatchCommands.Sum)
+		committed += fs.CommitSeconds.Count
+		commitSecs += fs.CommitSeconds.Sum
 		sv := fs.Saves
 		changes += sv.ChangesSinceSave
 		saves += sv.Saves
@@ -338,6 +343,14 @@ func (s *Server) infoPersistence(w infoWriter) {
 	w.kv("raft_log_written_bytes", ns.Bytes)
 	w.kv("raft_log_write_usec", ns.WriteTime.Microseconds())
 	w.kv("raft_log_segments", ns.Segments)
+	// The log entries this node proposed as a shard leader and the
+	// commands they carried; of those, the entries that applied here and
+	// their time from proposal to applied result, summed (the log write
+	// here, the quorum's AppendEntries and writes, the apply).
+	w.kv("raft_entries_proposed", proposed)
+	w.kv("raft_entry_commands", entryCmds)
+	w.kv("raft_entries_committed", committed)
+	w.kv("raft_commit_usec", uint64(commitSecs*1e6))
 }
 
 // infoReplication: every node answers as a master (Redis Cluster's view

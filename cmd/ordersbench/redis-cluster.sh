@@ -20,12 +20,17 @@
 # of the cluster (/proc/<pid>/stat, /proc/<pid>/task/*/status): CPU µs and
 # context switches per acknowledged XADD; for raftstream, from INFO summed
 # over the nodes, node log writes (each one write + one fdatasync) and Raft
-# AppendEntries RPCs and bytes sent per acknowledged XADD. The 1-, 5- and
+# AppendEntries RPCs and bytes sent per acknowledged XADD, and the parts of
+# an XADD's path: commands per log entry, the mean time from proposing an
+# entry to its applied result (raft_commit_usec), the mean node log write
+# (write + fdatasync) and the mean server time of an XADD (commandstats:
+# from its parse to its reply, so the entry's commit plus the wait for a
+# batch). The 1-, 5- and
 # 15-minute load averages are printed with every row: on a shared machine
 # compare CPU per XADD first.
 #
 # Usage: cmd/ordersbench/redis-cluster.sh
-# Env: SETS (default "redis:3x2 raftstream:3x16 redis:3x1 raftstream:3x1"),
+# Env: SETS (default "redis:3x2 raftstream:3x3 redis:3x1 raftstream:3x1"),
 #      ROUNDS (2), DUR (10s), PIPELINES ("16 1"), DRAIN_N (100000).
 # raftstream and ordersbench are built from this tree into a temp dir, where
 # every server runs on free loopback ports; servers are stopped by PID and
@@ -33,7 +38,7 @@
 # then the medians over the rounds with each set's ratio to the first set
 # (within each round).
 set -u
-sets=${SETS:-redis:3x2 raftstream:3x16 redis:3x1 raftstream:3x1}
+sets=${SETS:-redis:3x2 raftstream:3x3 redis:3x1 raftstream:3x1}
 rounds=${ROUNDS:-2} dur=${DUR:-10s} pipelines=${PIPELINES:-16 1} drain_n=${DRAIN_N:-100000}
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -48,12 +53,27 @@ rs_info() {
   echo "$s"
 }
 
-# counters kind: "ticks csw logwrites rpcs rpcbytes" of the running cluster.
+# xadd_usec: the server time of XADD (INFO commandstats' usec) summed over
+# the nodes in $addr.
+xadd_usec() {
+  local a s=0 v
+  for a in ${addr//,/ }; do
+    v=$(redis-cli -p "${a##*:}" info commandstats 2>/dev/null | tr -d '\r' | sed -n 's/^cmdstat_xadd:.*,usec=\([0-9]*\),.*/\1/p')
+    s=$((s + ${v:-0}))
+  done
+  echo "$s"
+}
+
+# counters kind: "ticks csw logwrites rpcs rpcbytes logwrite_usec entries
+# entry_cmds commit_usec xadd_usec" of the running cluster (the last five
+# time the critical path's parts; 0 for Redis).
 counters() {
   if [ "$1" = raftstream ]; then
-    echo "$(pid_ticks "${nodepids[@]}") $(pid_csw "${nodepids[@]}") $(rs_info raft_log_writes) $(rs_info raft_append_rpcs) $(rs_info raft_bus_sent_bytes)"
+    echo "$(pid_ticks "${nodepids[@]}") $(pid_csw "${nodepids[@]}") $(rs_info raft_log_writes) $(rs_info raft_append_rpcs) $(rs_info raft_bus_sent_bytes)" \
+      "$(rs_info raft_log_write_usec) $(rs_info raft_entries_committed) $(rs_info raft_entry_commands) $(rs_info raft_commit_usec)" \
+      "$(xadd_usec)"
   else
-    echo "$(pid_ticks "${nodepids[@]}") $(pid_csw "${nodepids[@]}") 0 0 0"
+    echo "$(pid_ticks "${nodepids[@]}") $(pid_csw "${nodepids[@]}") 0 0 0 0 0 0 0 0"
   fi
 }
 
@@ -67,18 +87,21 @@ measure() {
   row=$(ob_row "$set-$label" "$P" "$@")
   read -r -a c1 < <(counters "$kind")
   awk -v r="$round" -v set="$set" -v label="$label" -v row="$row" -v hz="$(getconf CLK_TCK)" -v l="$(loadavg)" -v kind="$kind" \
-    -v t="$((c1[0] - c0[0]))" -v cs="$((c1[1] - c0[1]))" -v w="$((c1[2] - c0[2]))" -v rpc="$((c1[3] - c0[3]))" -v by="$((c1[4] - c0[4]))" '
+    -v t="$((c1[0] - c0[0]))" -v cs="$((c1[1] - c0[1]))" -v w="$((c1[2] - c0[2]))" -v rpc="$((c1[3] - c0[3]))" -v by="$((c1[4] - c0[4]))" \
+    -v wu="$((c1[5] - c0[5]))" -v en="$((c1[6] - c0[6]))" -v ec="$((c1[7] - c0[7]))" -v cu="$((c1[8] - c0[8]))" -v xu="$((c1[9] - c0[9]))" '
     BEGIN {
       split(row, f, " "); n = f[9]
       # set P xadd/s p50 p99 errors consumed/s verify
       printf "%s %s %s %s %s %s %s %s %s ", r, set, label, f[3], f[8], f[4], f[5], f[6], f[7]
       if (n > 0) printf "%.1f %.2f ", t * 1e6 / hz / n, cs / n; else printf "- - "
       if (n > 0 && kind == "raftstream") printf "%.3f %.3f %.0f ", w / n, rpc / n, by / n; else printf "- - - "
+      # commands per entry, ms per entry commit, ms per log write, server ms per XADD
+      if (n > 0 && kind == "raftstream" && en > 0 && w > 0) printf "%.1f %.2f %.2f %.2f ", ec / en, cu / en / 1000, wu / w / 1000, xu / n / 1000; else printf "- - - - "
       print l
     }' | tee -a "$tmp/rows"
 }
 
-echo "# round set P XADD/s p50_ms p99_ms errors consumed/s verify cpu_us/xadd csw/xadd logwrites/xadd rpcs/xadd rpcbytes/xadd load1/5/15"
+echo "# round set P XADD/s p50_ms p99_ms errors consumed/s verify cpu_us/xadd csw/xadd logwrites/xadd rpcs/xadd rpcbytes/xadd cmds/entry commit_ms logwrite_ms server_ms/xadd load1/5/15"
 for round in $(seq "$rounds"); do
   for s in $sets; do
     kind=${s%%:*} shape=${s#*:} envs=
@@ -114,14 +137,14 @@ awk -v base="${sets%% *}" '
     val[$1, k] = v; rows[k] = rows[k] " " $1
     p50[k, ++np50[k]] = $5; p99[k, np50[k]] = $6; cpu[k, np50[k]] = $10; csw[k, np50[k]] = $11
     lw[k, np50[k]] = $12; rpc[k, np50[k]] = $13; by[k, np50[k]] = $14
-    if (!($2 in lo) || $15 < lo[$2 SUBSEP $3]) lo[$2 SUBSEP $3] = (lo[$2 SUBSEP $3] == "" || $15 < lo[$2 SUBSEP $3]) ? $15 : lo[$2 SUBSEP $3]
-    ld[k] = ld[k] (ld[k] == "" ? "" : ",") substr($15, 1, index($15, "/") - 1)
+    ce[k, np50[k]] = $15; cm[k, np50[k]] = $16; wm[k, np50[k]] = $17; sm[k, np50[k]] = $18
+    ld[k] = ld[k] (ld[k] == "" ? "" : ",") substr($19, 1, index($19, "/") - 1)
     rounds[$1]
   }
   function med(arr, k, n,   i, a, m) { m = 0; for (i = 1; i <= n; i++) if (arr[k, i] != "-" && arr[k, i] != "") a[++m] = arr[k, i]; return m ? median(a, m) : "-" }
   END {
-    print "| set | P | XADD/s (drain: consumed/s) | ratio to " base " | p50 ms | p99 ms | CPU µs/XADD | csw/XADD | log writes/XADD | AppendEntries/XADD | bytes/XADD | load1 |"
-    print "|---|---|---|---|---|---|---|---|---|---|---|---|"
+    print "| set | P | XADD/s (drain: consumed/s) | ratio to " base " | p50 ms | p99 ms | CPU µs/XADD | csw/XADD | log writes/XADD | AppendEntries/XADD | bytes/XADD | commands/entry | entry commit ms | log write ms | server ms/XADD | load1 |"
+    print "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     for (i = 1; i <= nk; i++) {
       k = order[i]; split(k, kp, SUBSEP); n = np50[k]
       m = 0; mr = 0
@@ -131,9 +154,10 @@ awk -v base="${sets%% *}" '
         bk = base SUBSEP kp[2]
         if ((r, bk) in val && val[r, bk] > 0) rr[++mr] = val[r, k] / val[r, bk]
       }
-      printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", kp[1], kp[2],
+      printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", kp[1], kp[2],
         m ? sprintf("%.0f", median(a, m)) : "failed", mr ? sprintf("%.2f×", median(rr, mr)) : "-",
-        med(p50, k, n), med(p99, k, n), med(cpu, k, n), med(csw, k, n), med(lw, k, n), med(rpc, k, n), med(by, k, n), ld[k]
+        med(p50, k, n), med(p99, k, n), med(cpu, k, n), med(csw, k, n), med(lw, k, n), med(rpc, k, n), med(by, k, n),
+        med(ce, k, n), med(cm, k, n), med(wm, k, n), med(sm, k, n), ld[k]
       delete a; delete rr
     }
   }' "$tmp/rows"

@@ -25,7 +25,8 @@ func infoField(t *testing.T, addr, section, field string) int64 {
 // TestNodeLogGroupCommitsShards: a node's shards keep their Raft logs in
 // the one node log, and writes to many shards at once share its writes
 // (each a write and an fdatasync): fewer writes than shard requests. The
-// entries survive a SIGKILL.
+// entries survive a SIGKILL. INFO persistence counts the entries the
+// node's shard leaders proposed, their commands and their commit time.
 func TestNodeLogGroupCommitsShards(t *testing.T) {
 	n := startNode(t, "", "--shards", "16")
 	if segs, _ := filepath.Glob(filepath.Join(n.Dir, "nodelog", "*.seg")); len(segs) == 0 {
@@ -36,6 +37,10 @@ func TestNodeLogGroupCommitsShards(t *testing.T) {
 	}
 	w0 := infoField(t, n.Addr, "persistence", "raft_log_writes")
 	r0 := infoField(t, n.Addr, "persistence", "raft_log_requests")
+	p0 := infoField(t, n.Addr, "persistence", "raft_entries_proposed")
+	c0 := infoField(t, n.Addr, "persistence", "raft_entry_commands")
+	e0 := infoField(t, n.Addr, "persistence", "raft_entries_committed")
+	u0 := infoField(t, n.Addr, "persistence", "raft_commit_usec")
 	const clients, each = 32, 40
 	var wg sync.WaitGroup
 	for c := 0; c < clients; c++ {
@@ -58,6 +63,15 @@ func TestNodeLogGroupCommitsShards(t *testing.T) {
 	t.Logf("%d XADDs to 64 streams on 16 shards: %d shard log requests in %d node log writes", clients*each, reqs, writes)
 	if reqs == 0 || writes == 0 || writes >= reqs {
 		t.Fatalf("%d node log writes for %d shard requests: the shards' appends were not committed together", writes, reqs)
+	}
+	proposed := infoField(t, n.Addr, "persistence", "raft_entries_proposed") - p0
+	cmds := infoField(t, n.Addr, "persistence", "raft_entry_commands") - c0
+	committed := infoField(t, n.Addr, "persistence", "raft_entries_committed") - e0
+	usec := infoField(t, n.Addr, "persistence", "raft_commit_usec") - u0
+	t.Logf("%d entries proposed with %d commands; %d committed in %d µs", proposed, cmds, committed, usec)
+	if cmds < clients*each || proposed < 1 || proposed > cmds || committed < 1 || committed > proposed || usec < committed {
+		t.Fatalf("INFO persistence: %d entries proposed, %d commands, %d committed, %d µs of commits after %d XADDs",
+			proposed, cmds, committed, usec, clients*each)
 	}
 
 	n.Kill()
