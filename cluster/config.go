@@ -166,9 +166,11 @@ type Config struct {
 	DialTimeout time.Duration
 	// RaftBus sends every shard group's AppendEntries over the raft bus
 	// shared by all groups (raftbus.go) instead of each group's own
-	// NetworkTransport. Off by default: on a loaded 2-vCPU machine it
-	// showed no gain in CPU per write and a worse tail
-	// (cmd/ordersbench/PERFORMANCE.md). A node accepts the bus either way.
+	// NetworkTransport. The raftstream command turns it on unless
+	// RAFTSTREAM_RAFT_BUS=off: with one entry in flight per shard it costs
+	// a 3-node cluster less CPU per write at pipeline depth 1 and the same
+	// at 16 (cmd/ordersbench/PERFORMANCE.md). A node accepts the bus
+	// either way.
 	RaftBus bool
 
 	// KeysOf returns the positions of a command's keys in argv: what each

@@ -116,9 +116,9 @@ const (
 	// exists at this path every Raft log write fails with an fsync error
 	// (cluster.Config.LogStoreFaultFile). Never set in production.
 	logStoreFaultEnv = "RAFTSTREAM_DEBUG_LOG_STORE_FAULT_FILE"
-	// raftBusEnv "on" sends every shard group's AppendEntries over the
-	// raft bus the groups share instead of each group's own transport
-	// (cluster.Config.RaftBus; default off): for comparing the two.
+	// raftBusEnv "off" sends each shard group's AppendEntries over the
+	// group's own transport instead of the raft bus the groups share
+	// (cluster.Config.RaftBus; on by default): for comparing the two.
 	raftBusEnv = "RAFTSTREAM_RAFT_BUS"
 )
 
@@ -128,9 +128,9 @@ func readEnvSwitches(o *options) error {
 	o.raftLogStore = os.Getenv(logStoreEnv)
 	o.debugLogStoreFaultFile = os.Getenv(logStoreFaultEnv)
 	switch v := os.Getenv(raftBusEnv); v {
-	case "", "off":
-	case "on":
+	case "", "on":
 		o.raftBus = true
+	case "off":
 	default:
 		return fmt.Errorf("%s=%q: want on or off", raftBusEnv, v)
 	}
