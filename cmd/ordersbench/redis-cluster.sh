@@ -43,26 +43,23 @@ rounds=${ROUNDS:-2} dur=${DUR:-10s} pipelines=${PIPELINES:-16 1} drain_n=${DRAIN
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
-# rs_info field: the INFO field summed over the raftstream nodes in $addr.
-rs_info() {
+# rs_sum expr: the number sed -n expr prints from INFO all, summed over
+# the raftstream nodes in $addr.
+rs_sum() {
   local a s=0 v
   for a in ${addr//,/ }; do
-    v=$(redis-cli -p "${a##*:}" info all 2>/dev/null | tr -d '\r' | sed -n "s/^$1://p")
+    v=$(redis-cli -p "${a##*:}" info all 2>/dev/null | tr -d '\r' | sed -n "$1")
     s=$((s + ${v:-0}))
   done
   echo "$s"
 }
 
+# rs_info field: the INFO field summed over the nodes.
+rs_info() { rs_sum "s/^$1://p"; }
+
 # xadd_usec: the server time of XADD (INFO commandstats' usec) summed over
-# the nodes in $addr.
-xadd_usec() {
-  local a s=0 v
-  for a in ${addr//,/ }; do
-    v=$(redis-cli -p "${a##*:}" info commandstats 2>/dev/null | tr -d '\r' | sed -n 's/^cmdstat_xadd:.*,usec=\([0-9]*\),.*/\1/p')
-    s=$((s + ${v:-0}))
-  done
-  echo "$s"
-}
+# the nodes.
+xadd_usec() { rs_sum 's/^cmdstat_xadd:.*,usec=\([0-9]*\),.*/\1/p'; }
 
 # counters kind: "ticks csw logwrites rpcs rpcbytes logwrite_usec entries
 # entry_cmds commit_usec xadd_usec" of the running cluster (the last five
