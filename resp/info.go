@@ -254,7 +254,9 @@ func (s *Server) infoMemory(w infoWriter) {
 // infoPersistence is Redis's persistence section for the local replicas:
 // the Raft log is the AOF (every write fsynced before it is acknowledged),
 // a Raft snapshot is an RDB save; rdb_* sum or pick over the replicas this
-// node hosts. raft_log_* describe the node's shared log.
+// node hosts. raft_log_* describe the node's shared log; raft_entries_*,
+// raft_entry_commands and raft_commit_usec the entries its shard leaders
+// proposed.
 func (s *Server) infoPersistence(w infoWriter) {
 	var changes, saves, proposed, entryCmds, committed uint64
 	var commitSecs float64
