@@ -61,16 +61,16 @@ rs_info() { rs_sum "s/^$1://p"; }
 # the nodes.
 xadd_usec() { rs_sum 's/^cmdstat_xadd:.*,usec=\([0-9]*\),.*/\1/p'; }
 
-# counters kind: "ticks csw logwrites rpcs rpcbytes logwrite_usec entries
-# entry_cmds commit_usec xadd_usec" of the running cluster (the last five
-# time the critical path's parts; 0 for Redis).
+# counters kind: "ticks csw logwrites rpcs rpcbytes logwrite_usec proposed
+# entry_cmds committed commit_usec xadd_usec" of the running cluster (the
+# last six time the critical path's parts; 0 for Redis).
 counters() {
   if [ "$1" = raftstream ]; then
     echo "$(pid_ticks "${nodepids[@]}") $(pid_csw "${nodepids[@]}") $(rs_info raft_log_writes) $(rs_info raft_append_rpcs) $(rs_info raft_bus_sent_bytes)" \
-      "$(rs_info raft_log_write_usec) $(rs_info raft_entries_committed) $(rs_info raft_entry_commands) $(rs_info raft_commit_usec)" \
+      "$(rs_info raft_log_write_usec) $(rs_info raft_entries_proposed) $(rs_info raft_entry_commands) $(rs_info raft_entries_committed) $(rs_info raft_commit_usec)" \
       "$(xadd_usec)"
   else
-    echo "$(pid_ticks "${nodepids[@]}") $(pid_csw "${nodepids[@]}") 0 0 0 0 0 0 0 0"
+    echo "$(pid_ticks "${nodepids[@]}") $(pid_csw "${nodepids[@]}") 0 0 0 0 0 0 0 0 0"
   fi
 }
 
@@ -85,7 +85,8 @@ measure() {
   read -r -a c1 < <(counters "$kind")
   awk -v r="$round" -v set="$set" -v label="$label" -v row="$row" -v hz="$(getconf CLK_TCK)" -v l="$(loadavg)" -v kind="$kind" \
     -v t="$((c1[0] - c0[0]))" -v cs="$((c1[1] - c0[1]))" -v w="$((c1[2] - c0[2]))" -v rpc="$((c1[3] - c0[3]))" -v by="$((c1[4] - c0[4]))" \
-    -v wu="$((c1[5] - c0[5]))" -v en="$((c1[6] - c0[6]))" -v ec="$((c1[7] - c0[7]))" -v cu="$((c1[8] - c0[8]))" -v xu="$((c1[9] - c0[9]))" '
+    -v wu="$((c1[5] - c0[5]))" -v ep="$((c1[6] - c0[6]))" -v ec="$((c1[7] - c0[7]))" -v en="$((c1[8] - c0[8]))" -v cu="$((c1[9] - c0[9]))" \
+    -v xu="$((c1[10] - c0[10]))" '
     BEGIN {
       split(row, f, " "); n = f[9]
       # set P xadd/s p50 p99 errors consumed/s verify
@@ -93,7 +94,7 @@ measure() {
       if (n > 0) printf "%.1f %.2f ", t * 1e6 / hz / n, cs / n; else printf "- - "
       if (n > 0 && kind == "raftstream") printf "%.3f %.3f %.0f ", w / n, rpc / n, by / n; else printf "- - - "
       # commands per entry, ms per entry commit, ms per log write, server ms per XADD
-      if (n > 0 && kind == "raftstream" && en > 0 && w > 0) printf "%.1f %.2f %.2f %.2f ", ec / en, cu / en / 1000, wu / w / 1000, xu / n / 1000; else printf "- - - - "
+      if (n > 0 && kind == "raftstream" && ep > 0 && en > 0 && w > 0) printf "%.1f %.2f %.2f %.2f ", ec / ep, cu / en / 1000, wu / w / 1000, xu / n / 1000; else printf "- - - - "
       print l
     }' | tee -a "$tmp/rows"
 }
