@@ -131,7 +131,8 @@ func (s *Shard) tryEnqueue(p *proposal) error {
 // run is the batcher: the only goroutine that calls raft.Apply, so queue
 // order is log order. It waits for an in-flight slot, then for a first
 // proposal, then takes whatever else is queued (FIFO) up to the batch
-// limits, and proposes the lot as one entry. While MaxInFlight entries are
+// limits, gathers the submitters the last entry answered (forming.gather,
+// gatherWait), and proposes the lot as one entry. While MaxInFlight entries are
 // in flight the queue fills up, which is what makes batches large under load.
 func (s *Shard) run() {
 	defer close(s.loopDone)
@@ -143,9 +144,15 @@ func (s *Shard) run() {
 			s.drain(carry)
 			return
 		}
+		// What is queued now, and the submitters the entry that just
+		// applied answered: each waited for it and is about to send its
+		// next command. The batch waits a little for them (gather).
 		first := carry
 		carry = nil
-		if first == nil {
+		want := len(s.queue) + int(s.answered.Swap(0))
+		if first != nil {
+			want++
+		} else {
 			select {
 			case first = <-s.queue:
 			case <-s.shutdownCh:
@@ -154,26 +161,73 @@ func (s *Shard) run() {
 				return
 			}
 		}
-		batch := []*proposal{first}
-		cmds, size := len(first.unit), unitSize(first.unit)
-	fill:
-		for {
-			select {
-			case p := <-s.queue:
-				n, sz := len(p.unit), unitSize(p.unit)
-				if cmds+n > s.cfg.MaxBatchCommands || size+sz > s.cfg.MaxBatchBytes {
-					carry = p
-					break fill
-				}
-				batch = append(batch, p)
-				cmds, size = cmds+n, size+sz
-			default:
-				break fill
-			}
+		f := forming{maxCmds: s.cfg.MaxBatchCommands, maxBytes: s.cfg.MaxBatchBytes}
+		f.add(first)
+		if carry = f.fill(s.queue); carry == nil {
+			carry = f.gather(s.queue, want, s.gatherWait(), s.shutdownCh)
 		}
-		s.propose(batch)
+		s.propose(f.batch)
 		s.linger()
 	}
+}
+
+// forming is the batch the batcher is forming: its proposals, their
+// commands and encoded bytes, and the entry's limits.
+type forming struct {
+	batch             []*proposal
+	cmds, size        int
+	maxCmds, maxBytes int
+}
+
+// add puts p in the batch if it fits the limits (or the batch is empty: a
+// unit is never split) and reports whether it did.
+func (f *forming) add(p *proposal) bool {
+	n, sz := len(p.unit), unitSize(p.unit)
+	if len(f.batch) > 0 && (f.cmds+n > f.maxCmds || f.size+sz > f.maxBytes) {
+		return false
+	}
+	f.batch = append(f.batch, p)
+	f.cmds, f.size = f.cmds+n, f.size+sz
+	return true
+}
+
+// fill adds what is queued, without waiting, and returns the proposal that
+// did not fit (nil if none).
+func (f *forming) fill(q <-chan *proposal) *proposal {
+	for {
+		select {
+		case p := <-q:
+			if !f.add(p) {
+				return p
+			}
+		default:
+			return nil
+		}
+	}
+}
+
+// gather waits, at most wait, for the batch to hold want proposals, adding
+// them as they arrive; it ends early on stop or when one does not fit, and
+// returns that one (nil if none).
+func (f *forming) gather(q <-chan *proposal, want int, wait time.Duration, stop <-chan struct{}) *proposal {
+	if len(f.batch) >= want || wait <= 0 {
+		return nil
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for len(f.batch) < want {
+		select {
+		case p := <-q:
+			if !f.add(p) {
+				return p
+			}
+		case <-t.C:
+			return nil
+		case <-stop:
+			return nil
+		}
+	}
+	return nil
 }
 
 // linger runs after raft has taken an entry from the batcher. raft's apply
@@ -256,6 +310,7 @@ func (e *entry) finish(res [][]engine.Reply, index uint64) {
 	}
 	s := e.s
 	s.noteApplied(e.start, nil)
+	s.answered.Store(int32(len(e.props)))
 	<-s.inflight
 	k := 0
 	for _, p := range e.props {
@@ -390,3 +445,13 @@ func (s *Shard) Read(ctx context.Context, fn func(e *engine.Engine)) error {
 // check (READONLY connections on followers): the data may lag the leader.
 // Same rules for fn as Read.
 func (s *Shard) StaleRead(fn func(e *engine.Engine)) { s.m.view(fn) }
+
+// gatherWait bounds how long the batcher waits, once the entry in flight
+// has applied, for the submitters it answered to send their next commands:
+// half that entry's commit time (past it, those who came back would lose
+// less by waiting for the next entry than the queued ones lose by
+// waiting for them), and at most MaxGather.
+func (s *Shard) gatherWait() time.Duration {
+	w := time.Duration(s.lastCommit.Load()) / 2
+	return min(w, s.cfg.MaxGather)
+}

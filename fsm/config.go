@@ -56,6 +56,14 @@ type Config struct {
 	// (which then carries the commands that arrived during the write; see
 	// Shard.linger). 0 forms the next entry at once.
 	MaxLinger time.Duration
+	// MaxGather bounds how long the batcher, once the entry in flight has
+	// applied, waits for the submitters that entry answered to send their
+	// next commands before it forms the next entry (never longer than half
+	// the last entry's commit time). Without it, at one command in flight
+	// per client, clients split into two cohorts that take turns: each
+	// waits out the other's entry before its own forms. 0 forms the next
+	// entry at once.
+	MaxGather time.Duration
 	// QueueDepth bounds the submissions waiting to be batched; Submit fails
 	// with ErrBusy when the queue is full.
 	QueueDepth int
@@ -157,6 +165,7 @@ func DefaultConfig() Config {
 		MaxBatchBytes:      1 << 20,
 		MaxInFlight:        1,
 		MaxLinger:          50 * time.Millisecond,
+		MaxGather:          2 * time.Millisecond,
 		QueueDepth:         8192,
 		EnqueueTimeout:     2 * time.Second,
 		ApplyTimeout:       10 * time.Second,
@@ -191,6 +200,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("fsm: MaxBatchBytes %d < 1", c.MaxBatchBytes)
 	case c.MaxInFlight < 1:
 		return fmt.Errorf("fsm: MaxInFlight %d < 1", c.MaxInFlight)
+	case c.MaxGather < 0:
+		return fmt.Errorf("fsm: MaxGather %v < 0", c.MaxGather)
 	case c.MaxLinger < 0:
 		return fmt.Errorf("fsm: MaxLinger %v < 0", c.MaxLinger)
 	case c.QueueDepth < 1:

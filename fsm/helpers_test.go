@@ -231,3 +231,14 @@ func isNotLeader(err error) bool {
 }
 
 var _ io.Writer = testWriter{}
+
+// checkEntries logs how many log entries s took for three commands since
+// its last index was before, and fails unless that is want (0: only log).
+func checkEntries(t *testing.T, s *replica, before uint64, what string, want uint64) {
+	t.Helper()
+	entries := s.Raft().LastIndex() - before
+	t.Logf("%s: 3 commands in %d entries", what, entries)
+	if want != 0 && entries != want {
+		t.Errorf("%s: 3 commands in %d entries, want %d", what, entries, want)
+	}
+}

@@ -54,6 +54,12 @@ type Shard struct {
 	// reported up with nothing seen to clear it since (unix ns; 0: not
 	// up). See transfer.go.
 	transferBusySince atomic.Int64
+
+	// answered is how many proposals the last applied entry answered, and
+	// lastCommit how long that entry took from proposal to apply (ns): what
+	// the batcher's gather waits for and how long (gatherWait).
+	answered   atomic.Int32
+	lastCommit atomic.Int64
 }
 
 // Open opens (or creates) the shard replica in cfg.Dir and starts Raft and

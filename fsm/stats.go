@@ -89,11 +89,14 @@ func (s *Shard) noteBatch(cmds int) {
 }
 
 // noteApplied records the outcome of an entry proposed at since: its commit
-// latency when err is nil.
+// latency when err is nil, in the stats and for the batcher's gather
+// (lastCommit).
 func (s *Shard) noteApplied(since time.Time, err error) {
 	s.stats.inflight.Add(-1)
 	if err == nil {
-		s.stats.commit.Observe(time.Since(since).Seconds())
+		d := time.Since(since)
+		s.stats.commit.Observe(d.Seconds())
+		s.lastCommit.Store(int64(d))
 	}
 }
 
