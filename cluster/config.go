@@ -172,6 +172,11 @@ type Config struct {
 	// at 16 (cmd/ordersbench/PERFORMANCE.md). A node accepts the bus
 	// either way.
 	RaftBus bool
+	// MaxGather bounds how long a shard's batcher waits for the clients its
+	// last entry answered before it forms the next entry (fsm's
+	// Config.MaxGather). 0 keeps fsm's default; negative turns it off. The
+	// raftstream command sets it from RAFTSTREAM_GATHER.
+	MaxGather time.Duration
 
 	// KeysOf returns the positions of a command's keys in argv: what each
 	// shard's FSM checks commands against while it moves slots

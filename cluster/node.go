@@ -383,6 +383,9 @@ func (n *Node) openShard(i int) (*localShard, error) {
 	fc.InjectBug = n.cfg.InjectBug
 	fc.LogStore = n.cfg.LogStore
 	fc.LogStoreFaultFile = n.cfg.LogStoreFaultFile
+	if g := n.cfg.MaxGather; g != 0 {
+		fc.MaxGather = max(g, 0)
+	}
 	n.cfg.raftTimeouts(&fc.HeartbeatTimeout, &fc.ElectionTimeout, &fc.LeaderLeaseTimeout)
 	acks := newReplication(fc.ElectionTimeout)
 	var gt shardTransport = announcingTransport{tr, &n.bus}

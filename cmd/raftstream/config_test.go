@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"regexp"
 	"strings"
 	"testing"
@@ -188,5 +189,31 @@ func TestInfoPersistenceCountsSnapshots(t *testing.T) {
 	}
 	if saves < 1 || infoField(t, n.Addr, "persistence", "rdb_last_save_time") < time.Now().Add(-time.Minute).Unix() {
 		t.Errorf("INFO persistence after a snapshot: %s", rawBulk(t, n.Addr, "INFO", "persistence"))
+	}
+}
+
+// TestGatherSwitch: RAFTSTREAM_GATHER sets the shards' MaxGather, 0 turns
+// the gather off, and anything but a duration of 0 or more is refused.
+func TestGatherSwitch(t *testing.T) {
+	for _, tc := range []struct {
+		env  string
+		want time.Duration // cluster.Config.MaxGather; 0: fsm's default
+		bad  bool
+	}{{"", 0, false}, {"5ms", 5 * time.Millisecond, false}, {"0", -1, false}, {"-1ms", 0, true}, {"soon", 0, true}} {
+		t.Setenv(gatherEnv, tc.env)
+		var o options
+		err := readEnvSwitches(&o)
+		if tc.bad {
+			if err == nil || !strings.Contains(err.Error(), gatherEnv) {
+				t.Errorf("%s=%q: err %v, want one naming the variable", gatherEnv, tc.env, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s=%q: %v", gatherEnv, tc.env, err)
+		}
+		if got := clusterConfig(&o, slog.Default()).MaxGather; got != tc.want {
+			t.Errorf("%s=%q: MaxGather %v, want %v", gatherEnv, tc.env, got, tc.want)
+		}
 	}
 }

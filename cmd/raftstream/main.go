@@ -99,6 +99,7 @@ type options struct {
 	raftLogStore           string
 	nodeLogSegmentBytes    int64
 	raftBus                bool
+	gather                 time.Duration
 	debugLogStoreFaultFile string
 }
 
@@ -120,6 +121,10 @@ const (
 	// group's own transport instead of the raft bus the groups share
 	// (cluster.Config.RaftBus; on by default): for comparing the two.
 	raftBusEnv = "RAFTSTREAM_RAFT_BUS"
+	// gatherEnv, a duration, bounds how long a shard's batcher waits for
+	// the clients its last entry answered (cluster.Config.MaxGather; fsm's
+	// MaxGather, 2 ms by default); 0 turns the gather off: for comparing.
+	gatherEnv = "RAFTSTREAM_GATHER"
 )
 
 // readEnvSwitches fills o's environment-only settings; an empty variable is
@@ -140,6 +145,16 @@ func readEnvSwitches(o *options) error {
 			return fmt.Errorf("%s=%q is not a positive byte count", nodeLogSegmentEnv, v)
 		}
 		o.nodeLogSegmentBytes = b
+	}
+	if v := os.Getenv(gatherEnv); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return fmt.Errorf("%s=%q is not a duration of 0 or more", gatherEnv, v)
+		}
+		o.gather = d
+		if d == 0 {
+			o.gather = -1 // off
+		}
 	}
 	return nil
 }
@@ -407,6 +422,7 @@ func clusterConfig(o *options, log *slog.Logger) cluster.Config {
 	c.LogStore = o.raftLogStore
 	c.NodeLogSegmentBytes = o.nodeLogSegmentBytes
 	c.RaftBus = o.raftBus
+	c.MaxGather = o.gather
 	if off := o.debugClockOffset; off != 0 {
 		c.Now = func() time.Time { return time.Now().Add(off) }
 	}
