@@ -12,6 +12,11 @@
 #           XACK, -verify): consumed/s, on a fresh server each.
 #   memory  $RSS_N order entries sent with redis-cli --pipe to a fresh server
 #           each: MEMORY USAGE of the stream and the process's VmRSS.
+#   floor   the -P 1 rows of xadd ($N1 commands, $ROUNDS rounds) for
+#           redis-server, cmd/ordersbench/floor in its two modes (batch: a
+#           goroutine per connection, one batcher, one fdatasync per batch;
+#           direct: no write) and the node: what a Go server of the node's
+#           shape spends per durable XADD before Raft and the engine.
 #
 # Usage: cmd/ordersbench/single-node.sh [section...]   (default: xadd drain memory)
 # Env: ROUNDS (3), N16 (200000), N1 (30000), DRAIN_N (200000), RSS_N (1000000).
@@ -100,6 +105,47 @@ for section in $sections; do
     done
     awk '{m[$1] = $3; r[$1] = $4} END { if (m["redis"] > 0 && r["redis"] > 0)
       printf "memory: MEMORY USAGE %.2fx Redis, VmRSS %.2fx\n", m["raftstream"] / m["redis"], r["raftstream"] / r["redis"] }' "$tmp/memory.rows" ;;
-  *) echo "unknown section $section (want xadd, drain or memory)" >&2; exit 2 ;;
+  floor)
+    (cd "$(dirname "$0")/../.." && go build -o "$tmp/floor" ./cmd/ordersbench/floor) || exit 1
+    start_redis; rport=$port rpid=$spid
+    read -r bport dport < <(freeports 2)
+    "$tmp/floor" -addr "127.0.0.1:$bport" -mode batch -dir "$tmp" 2>"$tmp/floor-batch.log" &
+    bpid=$!; pids+=("$bpid")
+    "$tmp/floor" -addr "127.0.0.1:$dport" -mode direct 2>"$tmp/floor-direct.log" &
+    dpid=$!; pids+=("$dpid")
+    for p in "$bport" "$dport"; do
+      wait_until 100 bash -c "exec 3<>/dev/tcp/127.0.0.1/$p" 2>/dev/null || { echo "floor did not start" >&2; exit 1; }
+    done
+    start_raftstream 1 1; nport=$port npid=$spid
+    echo "# round server P XADD/s p99_ms cpu_us_per_xadd csw_per_xadd load1"
+    for r in $(seq "$rounds"); do
+      for t in redis:$rport:$rpid floor-direct:$dport:$dpid floor-batch:$bport:$bpid raftstream:$nport:$npid; do
+        IFS=: read -r name p pid <<<"$t"
+        c0=$(pid_ticks "$pid") s0=$(pid_csw "$pid")
+        res=$(redis-benchmark -p "$p" -c 50 -P 1 -n "$n1" --csv XADD s '*' f v 2>&1 | tail -1 | tr -d '"' | awk -F, '{print $2, $7}')
+        c1=$(pid_ticks "$pid") s1=$(pid_csw "$pid")
+        echo "$r $name 1 $res $(cpu_us $((c1 - c0)) "$n1") $(awk -v s=$((s1 - s0)) -v n="$n1" 'BEGIN { printf "%.3f", s / n }') $(load1)"
+      done
+    done | tee "$tmp/floor.rows"
+    # Per server: the median of its per-round XADD/s ratios to redis-server,
+    # its median CPU and context switches per XADD.
+    awk '
+      function median(a, n,   i, j, t) {
+        for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
+        return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2
+      }
+      { rps[$1, $2] = $4; cpu[$1, $2] = $6; csw[$1, $2] = $7; if (!($2 in seen)) { seen[$2]; names[++ns] = $2 }; if (!($1 in r)) { r[$1]; nr++ } }
+      END {
+        for (i = 1; i <= ns; i++) {
+          m = 0
+          for (round = 1; round <= nr; round++) {
+            if (!((round, names[i]) in rps) || rps[round, "redis"] == 0) continue
+            m++; q[m] = rps[round, names[i]] / rps[round, "redis"]; c[m] = cpu[round, names[i]]; w[m] = csw[round, names[i]]
+          }
+          if (m > 0) printf "-P 1  %-12s %.2fx redis-server'"'"'s XADD/s, %.1f CPU us and %.3f context switches per XADD\n", names[i], median(q, m), median(c, m), median(w, m)
+        }
+      }' "$tmp/floor.rows"
+    stop_pids ;;
+  *) echo "unknown section $section (want xadd, drain, memory or floor)" >&2; exit 2 ;;
   esac
 done

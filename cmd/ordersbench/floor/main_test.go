@@ -1,0 +1,111 @@
+package main
+
+import (
+	"bufio"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// start runs a floor server in mode on a loopback port for the test.
+func start(t *testing.T, mode string) (*server, string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := newServer(mode, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { s.serve(ln); close(done) }()
+	t.Cleanup(func() { ln.Close(); <-done; s.close() })
+	return s, ln.Addr().String()
+}
+
+// exchange sends in on a new connection and reads n reply lines' worth of
+// bulk replies (or one error line).
+func exchange(t *testing.T, addr, in string, n int) []string {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Write([]byte(in)); err != nil {
+		t.Fatal(err)
+	}
+	rd := bufio.NewReader(c)
+	var out []string
+	for len(out) < n {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			t.Fatalf("after %q: %v", out, err)
+		}
+		if strings.HasPrefix(line, "-") {
+			return append(out, line)
+		}
+		size, err := strconv.Atoi(strings.TrimSuffix(line[1:], "\r\n"))
+		if line[0] != '$' || err != nil {
+			t.Fatalf("reply %q is not a bulk string", line)
+		}
+		body, err := rd.ReadString('\n')
+		if err != nil || len(body) != size+2 {
+			t.Fatalf("bulk of %d: %q, %v", size, body, err)
+		}
+		out = append(out, strings.TrimSuffix(body, "\r\n"))
+	}
+	return out
+}
+
+const xadd = "*5\r\n$4\r\nXADD\r\n$1\r\ns\r\n$1\r\n*\r\n$1\r\nf\r\n$1\r\nv\r\n"
+
+// TestRepliesAnIDPerCommand: a pipeline of three gets three distinct IDs,
+// in order, in both modes; batch mode writes and fdatasyncs a record per
+// command before it replies.
+func TestRepliesAnIDPerCommand(t *testing.T) {
+	for _, mode := range []string{"direct", "batch"} {
+		s, addr := start(t, mode)
+		ids := exchange(t, addr, strings.Repeat(xadd, 3), 3)
+		last := int64(0)
+		for _, id := range ids {
+			ms, seq, ok := strings.Cut(id, "-")
+			n, err := strconv.ParseInt(seq, 10, 64)
+			if _, merr := strconv.ParseInt(ms, 10, 64); !ok || err != nil || merr != nil || n <= last {
+				t.Fatalf("%s: IDs %q: want <ms>-<seq>, seq rising", mode, ids)
+			}
+			last = n
+		}
+		if mode == "direct" {
+			if s.log != nil || s.batches.Load() != 0 {
+				t.Fatalf("direct mode wrote a log")
+			}
+			continue
+		}
+		fi, err := os.Stat(s.log.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Size() != 3*recordSize || s.commands.Load() != 3 || s.batches.Load() < 1 {
+			t.Fatalf("batch mode: file of %d bytes, %d commands in %d fdatasyncs; want %d bytes, 3 commands",
+				fi.Size(), s.commands.Load(), s.batches.Load(), 3*recordSize)
+		}
+	}
+}
+
+// TestProtocolErrorIsAnswered: anything but a multibulk command gets an
+// error reply and the connection closes.
+func TestProtocolErrorIsAnswered(t *testing.T) {
+	_, addr := start(t, "batch")
+	for _, in := range []string{"PING\r\n", "*1\r\n+x\r\n", "*-2\r\n"} {
+		got := exchange(t, addr, in, 1)
+		if len(got) != 1 || !strings.HasPrefix(got[0], "-ERR Protocol error") {
+			t.Errorf("%q: got %q, want a protocol error", in, got)
+		}
+	}
+}
