@@ -13,10 +13,13 @@
 #   memory  $RSS_N order entries sent with redis-cli --pipe to a fresh server
 #           each: MEMORY USAGE of the stream and the process's VmRSS.
 #   floor   the -P 1 rows of xadd ($N1 commands, $ROUNDS rounds) for
-#           redis-server, cmd/ordersbench/floor in its two modes (batch: a
+#           redis-server, cmd/ordersbench/floor in its three modes (batch: a
 #           goroutine per connection, one batcher, one fdatasync per batch;
-#           direct: no write) and the node: what a Go server of the node's
-#           shape spends per durable XADD before Raft and the engine.
+#           batch-reply: the batcher writes the replies; direct: no write;
+#           nosync: batch without the fdatasync; sleep: batch with a 350 us
+#           sleep instead of the write and fdatasync)
+#           and the node: what a Go server of the node's shape spends per
+#           durable XADD before Raft and the engine.
 #
 # Usage: cmd/ordersbench/single-node.sh [section...]   (default: xadd drain memory)
 # Env: ROUNDS (3), N16 (200000), N1 (30000), DRAIN_N (200000), RSS_N (1000000).
@@ -108,18 +111,24 @@ for section in $sections; do
   floor)
     (cd "$(dirname "$0")/../.." && go build -o "$tmp/floor" ./cmd/ordersbench/floor) || exit 1
     start_redis; rport=$port rpid=$spid
-    read -r bport dport < <(freeports 2)
+    read -r bport wport dport nport2 sport < <(freeports 5)
     "$tmp/floor" -addr "127.0.0.1:$bport" -mode batch -dir "$tmp" 2>"$tmp/floor-batch.log" &
     bpid=$!; pids+=("$bpid")
+    "$tmp/floor" -addr "127.0.0.1:$wport" -mode batch-reply -dir "$tmp" 2>"$tmp/floor-batch-reply.log" &
+    wpid=$!; pids+=("$wpid")
+    "$tmp/floor" -addr "127.0.0.1:$nport2" -mode batch -fsync=false -dir "$tmp" 2>"$tmp/floor-nosync.log" &
+    npid2=$!; pids+=("$npid2")
+    "$tmp/floor" -addr "127.0.0.1:$sport" -mode batch -sleep 350us -dir "$tmp" 2>"$tmp/floor-sleep.log" &
+    spid2=$!; pids+=("$spid2")
     "$tmp/floor" -addr "127.0.0.1:$dport" -mode direct 2>"$tmp/floor-direct.log" &
     dpid=$!; pids+=("$dpid")
-    for p in "$bport" "$dport"; do
+    for p in "$bport" "$wport" "$dport" "$nport2" "$sport"; do
       wait_until 100 bash -c "exec 3<>/dev/tcp/127.0.0.1/$p" 2>/dev/null || { echo "floor did not start" >&2; exit 1; }
     done
     start_raftstream 1 1; nport=$port npid=$spid
     echo "# round server P XADD/s p99_ms cpu_us_per_xadd csw_per_xadd load1"
     for r in $(seq "$rounds"); do
-      for t in redis:$rport:$rpid floor-direct:$dport:$dpid floor-batch:$bport:$bpid raftstream:$nport:$npid; do
+      for t in redis:$rport:$rpid floor-direct:$dport:$dpid floor-batch:$bport:$bpid floor-nosync:$nport2:$npid2 floor-sleep:$sport:$spid2 floor-batch-reply:$wport:$wpid raftstream:$nport:$npid; do
         IFS=: read -r name p pid <<<"$t"
         c0=$(pid_ticks "$pid") s0=$(pid_csw "$pid")
         res=$(redis-benchmark -p "$p" -c 50 -P 1 -n "$n1" --csv XADD s '*' f v 2>&1 | tail -1 | tr -d '"' | awk -F, '{print $2, $7}')
@@ -142,7 +151,7 @@ for section in $sections; do
             if (!((round, names[i]) in rps) || rps[round, "redis"] == 0) continue
             m++; q[m] = rps[round, names[i]] / rps[round, "redis"]; c[m] = cpu[round, names[i]]; w[m] = csw[round, names[i]]
           }
-          if (m > 0) printf "-P 1  %-12s %.2fx redis-server'"'"'s XADD/s, %.1f CPU us and %.3f context switches per XADD\n", names[i], median(q, m), median(c, m), median(w, m)
+          if (m > 0) printf "-P 1  %-17s %.2fx redis-server'"'"'s XADD/s, %.1f CPU us and %.3f context switches per XADD\n", names[i], median(q, m), median(c, m), median(w, m)
         }
       }' "$tmp/floor.rows"
     stop_pids ;;

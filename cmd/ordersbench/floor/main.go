@@ -4,7 +4,10 @@
 // what it read to one batching goroutine, which takes everything queued,
 // writes a record per command to a file, fdatasyncs it and wakes the
 // connections, one entry in flight at a time: raftstream's single-node write
-// path without Raft, the engine or the command table. With -mode direct it
+// path without Raft, the engine or the command table. -mode batch-reply is
+// the same, but the batcher writes the replies itself, so a connection's
+// goroutine wakes only for its client's next command (a blocking write from
+// the batcher: a shortcut only a benchmark may take). With -mode direct it
 // replies at once and writes nothing.
 //
 // cmd/ordersbench/single-node.sh floor runs it beside redis-server
@@ -28,11 +31,13 @@ import (
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:7777", "listen address host:port")
-	mode := flag.String("mode", "batch", "batch (one fdatasync per batch before the replies) or direct (reply at once)")
+	mode := flag.String("mode", "batch", "batch (one fdatasync per batch before the replies), batch-reply (the batcher writes the replies) or direct (reply at once)")
 	dir := flag.String("dir", os.TempDir(), "where -mode batch writes its file (removed at exit)")
+	fsync := flag.Bool("fsync", true, "batch modes: fdatasync each batch's write")
+	sleep := flag.Duration("sleep", 0, "batch modes: instead of each batch's write and fdatasync, sleep this long")
 	flag.Parse()
-	if *mode != "batch" && *mode != "direct" {
-		fmt.Fprintf(os.Stderr, "floor: -mode %q: want batch or direct\n", *mode)
+	if *mode != "batch" && *mode != "batch-reply" && *mode != "direct" {
+		fmt.Fprintf(os.Stderr, "floor: -mode %q: want batch, batch-reply or direct\n", *mode)
 		os.Exit(2)
 	}
 	ln, err := net.Listen("tcp", *addr)
@@ -41,6 +46,7 @@ func main() {
 		os.Exit(1)
 	}
 	s, err := newServer(*mode, *dir)
+	s.fsync, s.sleep = *fsync, *sleep
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "floor:", err)
 		os.Exit(1)
@@ -60,22 +66,28 @@ func main() {
 
 // server is one floor server; batch mode has a log file and a batcher.
 type server struct {
-	log      *os.File // nil: direct mode
+	log      *os.File      // nil: direct mode
+	reply    bool          // batch-reply mode
+	fsync    bool          // fdatasync each batch
+	sleep    time.Duration // > 0: sleep instead of the write and fdatasync
 	queue    chan *request
 	batches  atomic.Int64 // fdatasyncs made
 	commands atomic.Int64 // commands they carried
 	seq      atomic.Int64 // the IDs' sequence numbers
 }
 
-// request is one read's commands, waiting for their batch's fdatasync.
+// request is one read's commands, waiting for their batch's fdatasync:
+// done is closed then, or in batch-reply mode the batcher writes the
+// replies to w.
 type request struct {
 	n    int
 	done chan struct{}
 	err  error
+	w    *bufio.Writer
 }
 
 func newServer(mode, dir string) (*server, error) {
-	s := &server{}
+	s := &server{reply: mode == "batch-reply", fsync: true}
 	if mode == "direct" {
 		return s, nil
 	}
@@ -127,14 +139,32 @@ func (s *server) batcher() {
 				buf = append(buf, record[:]...)
 			}
 		}
-		_, err := s.log.Write(buf)
-		if err == nil {
+		var err error
+		if s.sleep > 0 {
+			time.Sleep(s.sleep)
+		} else if _, err = s.log.Write(buf); err == nil && s.fsync {
 			err = syscall.Fdatasync(int(s.log.Fd()))
 		}
 		s.batches.Add(1)
 		s.commands.Add(int64(n))
 		for _, r := range batch {
-			r.err = err
+			if r.w != nil { // batch-reply mode
+				if err != nil {
+					r.w.WriteString("-ERR " + err.Error() + "\r\n")
+				} else {
+					s.writeIDs(r.w, r.n)
+					if r.err != nil { // the connection's protocol error
+						r.w.WriteString("-ERR " + r.err.Error() + "\r\n")
+					}
+				}
+				r.w.Flush()
+				if r.done == nil {
+					continue
+				}
+			}
+			if r.err == nil {
+				r.err = err
+			}
 			close(r.done)
 		}
 	}
@@ -159,18 +189,33 @@ func (s *server) conn(c net.Conn) {
 	rd := bufio.NewReaderSize(c, 16<<10)
 	w := bufio.NewWriterSize(c, 16<<10)
 	for {
+		// The commands of one read, up to a protocol error if any: they
+		// are answered, then the error, and the connection closes.
 		n := 0
+		var perr error
 		for n == 0 || rd.Buffered() > 0 {
 			if err := skipCommand(rd); err != nil {
-				if errors.Is(err, errProtocol) {
-					w.WriteString("-ERR " + err.Error() + "\r\n")
-					w.Flush()
+				if !errors.Is(err, errProtocol) {
+					return
 				}
-				return
+				perr = err
+				break
 			}
 			n++
 		}
-		if s.log != nil {
+		if s.reply {
+			r := &request{n: n, err: perr, w: w}
+			if perr != nil {
+				r.done = make(chan struct{})
+			}
+			s.queue <- r
+			if perr != nil {
+				<-r.done
+				return
+			}
+			continue
+		}
+		if s.log != nil && n > 0 {
 			r := &request{n: n, done: make(chan struct{})}
 			s.queue <- r
 			<-r.done
@@ -180,16 +225,26 @@ func (s *server) conn(c net.Conn) {
 				return
 			}
 		}
-		ms := time.Now().UnixMilli()
-		for range n {
-			id := strconv.AppendInt(append(strconv.AppendInt(nil, ms, 10), '-'), s.seq.Add(1), 10)
-			w.WriteString("$" + strconv.Itoa(len(id)) + "\r\n")
-			w.Write(id)
-			w.WriteString("\r\n")
+		s.writeIDs(w, n)
+		if perr != nil {
+			w.WriteString("-ERR " + perr.Error() + "\r\n")
+			w.Flush()
+			return
 		}
 		if w.Flush() != nil {
 			return
 		}
+	}
+}
+
+// writeIDs writes n replies of an ID each, as XADD's.
+func (s *server) writeIDs(w *bufio.Writer, n int) {
+	ms := time.Now().UnixMilli()
+	for range n {
+		id := strconv.AppendInt(append(strconv.AppendInt(nil, ms, 10), '-'), s.seq.Add(1), 10)
+		w.WriteString("$" + strconv.Itoa(len(id)) + "\r\n")
+		w.Write(id)
+		w.WriteString("\r\n")
 	}
 }
 

@@ -69,7 +69,7 @@ const xadd = "*5\r\n$4\r\nXADD\r\n$1\r\ns\r\n$1\r\n*\r\n$1\r\nf\r\n$1\r\nv\r\n"
 // in order, in both modes; batch mode writes and fdatasyncs a record per
 // command before it replies.
 func TestRepliesAnIDPerCommand(t *testing.T) {
-	for _, mode := range []string{"direct", "batch"} {
+	for _, mode := range []string{"direct", "batch", "batch-reply"} {
 		s, addr := start(t, mode)
 		ids := exchange(t, addr, strings.Repeat(xadd, 3), 3)
 		last := int64(0)
@@ -99,13 +99,17 @@ func TestRepliesAnIDPerCommand(t *testing.T) {
 }
 
 // TestProtocolErrorIsAnswered: anything but a multibulk command gets an
-// error reply and the connection closes.
+// error reply, after the replies of the commands before it, and the
+// connection closes.
 func TestProtocolErrorIsAnswered(t *testing.T) {
-	_, addr := start(t, "batch")
-	for _, in := range []string{"PING\r\n", "*1\r\n+x\r\n", "*-2\r\n"} {
-		got := exchange(t, addr, in, 1)
-		if len(got) != 1 || !strings.HasPrefix(got[0], "-ERR Protocol error") {
-			t.Errorf("%q: got %q, want a protocol error", in, got)
+	for _, mode := range []string{"direct", "batch", "batch-reply"} {
+		_, addr := start(t, mode)
+		for _, in := range []string{"PING\r\n", "*1\r\n+x\r\n", "*-2\r\n", xadd + "PING\r\n"} {
+			ids := strings.Count(in, xadd)
+			got := exchange(t, addr, in, ids+1)
+			if len(got) != ids+1 || !strings.HasPrefix(got[ids], "-ERR Protocol error") || (ids > 0 && strings.HasPrefix(got[0], "-")) {
+				t.Errorf("%s: %q: got %q, want %d IDs, then a protocol error", mode, in, got, ids)
+			}
 		}
 	}
 }
