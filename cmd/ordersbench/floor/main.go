@@ -46,11 +46,11 @@ func main() {
 		os.Exit(1)
 	}
 	s, err := newServer(*mode, *dir)
-	s.fsync, s.sleep = *fsync, *sleep
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "floor:", err)
 		os.Exit(1)
 	}
+	s.fsync, s.sleep = *fsync, *sleep
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
 	go func() {
@@ -60,7 +60,7 @@ func main() {
 	s.serve(ln)
 	s.close()
 	if b := s.batches.Load(); b > 0 {
-		fmt.Fprintf(os.Stderr, "floor: %d commands in %d fdatasyncs\n", s.commands.Load(), b)
+		fmt.Fprintf(os.Stderr, "floor: %d commands in %d batches\n", s.commands.Load(), b)
 	}
 }
 
@@ -71,9 +71,11 @@ type server struct {
 	fsync    bool          // fdatasync each batch
 	sleep    time.Duration // > 0: sleep instead of the write and fdatasync
 	queue    chan *request
-	batches  atomic.Int64 // fdatasyncs made
-	commands atomic.Int64 // commands they carried
-	seq      atomic.Int64 // the IDs' sequence numbers
+	stop     chan struct{} // closed by close: the batcher returns
+	stopped  chan struct{} // closed when it has
+	batches  atomic.Int64  // fdatasyncs made
+	commands atomic.Int64  // commands they carried
+	seq      atomic.Int64  // the IDs' sequence numbers
 }
 
 // request is one read's commands, waiting for their batch's fdatasync:
@@ -96,13 +98,18 @@ func newServer(mode, dir string) (*server, error) {
 		return nil, err
 	}
 	s.log, s.queue = f, make(chan *request, 8192)
+	s.stop, s.stopped = make(chan struct{}), make(chan struct{})
 	go s.batcher()
 	return s, nil
 }
 
+// close stops the batcher and removes the file. Connections still open
+// wait forever for their batch: close is for the end of the process or of
+// a test.
 func (s *server) close() {
 	if s.log != nil {
-		close(s.queue)
+		close(s.stop)
+		<-s.stopped
 		s.log.Close()
 		os.Remove(s.log.Name())
 	}
@@ -115,17 +122,20 @@ var record [recordSize]byte
 
 // batcher takes whatever is queued, writes it, fdatasyncs, and answers it.
 func (s *server) batcher() {
+	defer close(s.stopped)
 	var batch []*request
 	buf := make([]byte, 0, 64*recordSize)
-	for r := range s.queue {
-		batch = append(batch[:0], r)
+	for {
+		select {
+		case r := <-s.queue:
+			batch = append(batch[:0], r)
+		case <-s.stop:
+			return
+		}
 	fill:
 		for {
 			select {
-			case r, ok := <-s.queue:
-				if !ok {
-					break fill
-				}
+			case r := <-s.queue:
 				batch = append(batch, r)
 			default:
 				break fill
