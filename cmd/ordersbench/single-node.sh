@@ -13,13 +13,13 @@
 #   memory  $RSS_N order entries sent with redis-cli --pipe to a fresh server
 #           each: MEMORY USAGE of the stream and the process's VmRSS.
 #   floor   the -P 1 rows of xadd ($N1 commands, $ROUNDS rounds) for
-#           redis-server, cmd/ordersbench/floor in its three modes (batch: a
+#           redis-server, cmd/ordersbench/floor in five variants (batch: a
 #           goroutine per connection, one batcher, one fdatasync per batch;
-#           batch-reply: the batcher writes the replies; direct: no write;
 #           nosync: batch without the fdatasync; sleep: batch with a 350 us
-#           sleep instead of the write and fdatasync)
-#           and the node: what a Go server of the node's shape spends per
-#           durable XADD before Raft and the engine.
+#           sleep instead of the write and fdatasync; batch-reply: the
+#           batcher writes the replies; direct: no write) and the node: what
+#           a Go server of the node's shape spends per durable XADD before
+#           Raft and the engine.
 #
 # Usage: cmd/ordersbench/single-node.sh [section...]   (default: xadd drain memory)
 # Env: ROUNDS (3), N16 (200000), N1 (30000), DRAIN_N (200000), RSS_N (1000000).
@@ -32,14 +32,28 @@ rounds=${ROUNDS:-3} n16=${N16:-200000} n1=${N1:-30000} drain_n=${DRAIN_N:-200000
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
-# ratio_summary: reads "round target P xadd/s p99_ms cpu_us csw" rows and prints,
-# per P, the medians of each server and of the node's per-round ratios.
-ratio_summary() {
-  awk '
+# median_awk is an awk function: the median of a[1..n] (sorts a).
+median_awk='
     function median(a, n,   i, j, t) {
       for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
       return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2
-    }
+    }'
+
+# xadd_row round name port pid P n: redis-benchmark -c 50 -P P, n XADDs,
+# against the server on port (process pid), as the row "round name P XADD/s
+# p99_ms cpu_us_per_xadd csw_per_xadd load1".
+xadd_row() {
+  local c0 s0 c1 s1 res
+  c0=$(pid_ticks "$4") s0=$(pid_csw "$4")
+  res=$(redis-benchmark -p "$3" -c 50 -P "$5" -n "$6" --csv XADD "s$5" '*' f v 2>&1 | tail -1 | tr -d '"' | awk -F, '{print $2, $7}')
+  c1=$(pid_ticks "$4") s1=$(pid_csw "$4")
+  echo "$1 $2 $5 $res $(cpu_us $((c1 - c0)) "$6") $(awk -v s=$((s1 - s0)) -v n="$6" 'BEGIN { printf "%.3f", s / n }') $(load1)"
+}
+
+# ratio_summary: reads "round target P xadd/s p99_ms cpu_us csw" rows and prints,
+# per P, the medians of each server and of the node's per-round ratios.
+ratio_summary() {
+  awk "$median_awk"'
     { k = $1 SUBSEP $3; rps[k, $2] = $4; p99[k, $2] = $5; cpu[k, $2] = $6; csw[k, $2] = $7; if (!($3 in seen)) { seen[$3]; ps[++np] = $3 } ; if (!(($1) in r)) { r[$1]; nr++ } }
     END {
       for (i = 1; i <= np; i++) {
@@ -71,10 +85,7 @@ for section in $sections; do
         n=$n16; [ "$P" = 1 ] && n=$n1
         for t in redis:$rport:$rpid raftstream:$nport:$npid; do
           IFS=: read -r name p pid <<<"$t"
-          c0=$(pid_ticks "$pid") s0=$(pid_csw "$pid")
-          res=$(redis-benchmark -p "$p" -c 50 -P "$P" -n "$n" --csv XADD "s$P" '*' f v 2>&1 | tail -1 | tr -d '"' | awk -F, '{print $2, $7}')
-          c1=$(pid_ticks "$pid") s1=$(pid_csw "$pid")
-          echo "$r $name $P $res $(cpu_us $((c1 - c0)) "$n") $(awk -v s=$((s1 - s0)) -v n="$n" 'BEGIN { printf "%.3f", s / n }') $(load1)"
+          xadd_row "$r" "$name" "$p" "$pid" "$P" "$n"
         done
       done
     done | tee "$tmp/xadd.rows"
@@ -111,38 +122,28 @@ for section in $sections; do
   floor)
     (cd "$(dirname "$0")/../.." && go build -o "$tmp/floor" ./cmd/ordersbench/floor) || exit 1
     start_redis; rport=$port rpid=$spid
-    read -r bport wport dport nport2 sport < <(freeports 5)
-    "$tmp/floor" -addr "127.0.0.1:$bport" -mode batch -dir "$tmp" 2>"$tmp/floor-batch.log" &
-    bpid=$!; pids+=("$bpid")
-    "$tmp/floor" -addr "127.0.0.1:$wport" -mode batch-reply -dir "$tmp" 2>"$tmp/floor-batch-reply.log" &
-    wpid=$!; pids+=("$wpid")
-    "$tmp/floor" -addr "127.0.0.1:$nport2" -mode batch -fsync=false -dir "$tmp" 2>"$tmp/floor-nosync.log" &
-    npid2=$!; pids+=("$npid2")
-    "$tmp/floor" -addr "127.0.0.1:$sport" -mode batch -sleep 350us -dir "$tmp" 2>"$tmp/floor-sleep.log" &
-    spid2=$!; pids+=("$spid2")
-    "$tmp/floor" -addr "127.0.0.1:$dport" -mode direct 2>"$tmp/floor-direct.log" &
-    dpid=$!; pids+=("$dpid")
-    for p in "$bport" "$wport" "$dport" "$nport2" "$sport"; do
-      wait_until 100 bash -c "exec 3<>/dev/tcp/127.0.0.1/$p" 2>/dev/null || { echo "floor did not start" >&2; exit 1; }
+    servers=(redis:$rport:$rpid)
+    for v in "direct:-mode direct" "batch:-mode batch" "nosync:-mode batch -fsync=false" \
+      "sleep:-mode batch -sleep 350us" "batch-reply:-mode batch-reply"; do
+      read -r p < <(freeports 1)
+      # shellcheck disable=SC2086 # the variant's flags are words
+      "$tmp/floor" -addr "127.0.0.1:$p" ${v#*:} -dir "$tmp" 2>"$tmp/floor-${v%%:*}.log" &
+      pids+=($!)
+      servers+=("floor-${v%%:*}:$p:$!")
+      wait_until 100 bash -c "exec 3<>/dev/tcp/127.0.0.1/$p" 2>/dev/null || { echo "floor ${v%%:*} did not start" >&2; exit 1; }
     done
-    start_raftstream 1 1; nport=$port npid=$spid
+    start_raftstream 1 1
+    servers+=("raftstream:$port:$spid")
     echo "# round server P XADD/s p99_ms cpu_us_per_xadd csw_per_xadd load1"
     for r in $(seq "$rounds"); do
-      for t in redis:$rport:$rpid floor-direct:$dport:$dpid floor-batch:$bport:$bpid floor-nosync:$nport2:$npid2 floor-sleep:$sport:$spid2 floor-batch-reply:$wport:$wpid raftstream:$nport:$npid; do
+      for t in "${servers[@]}"; do
         IFS=: read -r name p pid <<<"$t"
-        c0=$(pid_ticks "$pid") s0=$(pid_csw "$pid")
-        res=$(redis-benchmark -p "$p" -c 50 -P 1 -n "$n1" --csv XADD s '*' f v 2>&1 | tail -1 | tr -d '"' | awk -F, '{print $2, $7}')
-        c1=$(pid_ticks "$pid") s1=$(pid_csw "$pid")
-        echo "$r $name 1 $res $(cpu_us $((c1 - c0)) "$n1") $(awk -v s=$((s1 - s0)) -v n="$n1" 'BEGIN { printf "%.3f", s / n }') $(load1)"
+        xadd_row "$r" "$name" "$p" "$pid" 1 "$n1"
       done
     done | tee "$tmp/floor.rows"
     # Per server: the median of its per-round XADD/s ratios to redis-server,
     # its median CPU and context switches per XADD.
-    awk '
-      function median(a, n,   i, j, t) {
-        for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
-        return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2
-      }
+    awk "$median_awk"'
       { rps[$1, $2] = $4; cpu[$1, $2] = $6; csw[$1, $2] = $7; if (!($2 in seen)) { seen[$2]; names[++ns] = $2 }; if (!($1 in r)) { r[$1]; nr++ } }
       END {
         for (i = 1; i <= ns; i++) {

@@ -73,7 +73,7 @@ type server struct {
 	queue    chan *request
 	stop     chan struct{} // closed by close: the batcher returns
 	stopped  chan struct{} // closed when it has
-	batches  atomic.Int64  // fdatasyncs made
+	batches  atomic.Int64  // batches written (each one fdatasync by default)
 	commands atomic.Int64  // commands they carried
 	seq      atomic.Int64  // the IDs' sequence numbers
 }
