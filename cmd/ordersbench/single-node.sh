@@ -13,12 +13,15 @@
 #   memory  $RSS_N order entries sent with redis-cli --pipe to a fresh server
 #           each: MEMORY USAGE of the stream and the process's VmRSS.
 #   floor   the -P 1 rows of xadd ($N1 commands, $ROUNDS rounds) for
-#           redis-server, cmd/ordersbench/floor in five variants (batch: a
-#           goroutine per connection, one batcher, one fdatasync per batch;
-#           nosync: batch without the fdatasync; sleep: batch with a 350 us
-#           sleep instead of the write and fdatasync; batch-reply: the
-#           batcher writes the replies; direct: no write) and the node: what
-#           a Go server of the node's shape spends per durable XADD before
+#           redis-server, the node, and cmd/ordersbench/floor in nine
+#           variants. With a goroutine per connection: batch (one batcher,
+#           one write and fdatasync per batch), nosync (without the
+#           fdatasync), sleep (a 350 us sleep instead of the write),
+#           batch-reply (the batcher writes the replies), batch-pre (the
+#           log zero-filled first and overwritten) and direct (no write).
+#           Without: epoll (redis-server's event loop in Go), epoll-overlap
+#           (a second goroutine syncs while the loop reads) and epoll-pre.
+#           What a Go server of each shape spends per durable XADD before
 #           Raft and the engine.
 #
 # Usage: cmd/ordersbench/single-node.sh [section...]   (default: xadd drain memory)
@@ -124,7 +127,8 @@ for section in $sections; do
     start_redis; rport=$port rpid=$spid
     servers=(redis:$rport:$rpid)
     for v in "direct:-mode direct" "batch:-mode batch" "nosync:-mode batch -fsync=false" \
-      "sleep:-mode batch -sleep 350us" "batch-reply:-mode batch-reply"; do
+      "sleep:-mode batch -sleep 350us" "batch-reply:-mode batch-reply" "batch-pre:-mode batch -prealloc 67108864" \
+      "epoll:-mode epoll" "epoll-overlap:-mode epoll -overlap" "epoll-pre:-mode epoll -prealloc 67108864"; do
       read -r p < <(freeports 1)
       # shellcheck disable=SC2086 # the variant's flags are words
       "$tmp/floor" -addr "127.0.0.1:$p" ${v#*:} -dir "$tmp" 2>"$tmp/floor-${v%%:*}.log" &

@@ -8,7 +8,8 @@
 // the same, but the batcher writes the replies itself, so a connection's
 // goroutine wakes only for its client's next command (a blocking write from
 // the batcher: a shortcut only a benchmark may take). With -mode direct it
-// replies at once and writes nothing.
+// replies at once and writes nothing. -mode epoll has no goroutine per
+// connection: redis-server's event loop, written in Go (epoll_linux.go).
 //
 // cmd/ordersbench/single-node.sh floor runs it beside redis-server
 // --appendfsync always and a raftstream node, to tell how much of a node's
@@ -31,13 +32,15 @@ import (
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:7777", "listen address host:port")
-	mode := flag.String("mode", "batch", "batch (one fdatasync per batch before the replies), batch-reply (the batcher writes the replies) or direct (reply at once)")
+	mode := flag.String("mode", "batch", "batch (one fdatasync per batch before the replies), batch-reply (the batcher writes the replies), direct (reply at once) or epoll (one epoll loop reads, fdatasyncs and replies)")
 	dir := flag.String("dir", os.TempDir(), "where -mode batch writes its file (removed at exit)")
 	fsync := flag.Bool("fsync", true, "batch modes: fdatasync each batch's write")
 	sleep := flag.Duration("sleep", 0, "batch modes: instead of each batch's write and fdatasync, sleep this long")
+	prealloc := flag.Int64("prealloc", 0, "batch and epoll modes: zero-fill and fdatasync this many bytes of the file first, and overwrite them in a ring (no size change for fdatasync to record)")
+	overlap := flag.Bool("overlap", false, "epoll mode: a second goroutine writes, fdatasyncs and replies while the loop reads the next batch")
 	flag.Parse()
-	if *mode != "batch" && *mode != "batch-reply" && *mode != "direct" {
-		fmt.Fprintf(os.Stderr, "floor: -mode %q: want batch, batch-reply or direct\n", *mode)
+	if *mode != "batch" && *mode != "batch-reply" && *mode != "direct" && *mode != "epoll" {
+		fmt.Fprintf(os.Stderr, "floor: -mode %q: want batch, batch-reply, direct or epoll\n", *mode)
 		os.Exit(2)
 	}
 	ln, err := net.Listen("tcp", *addr)
@@ -45,12 +48,16 @@ func main() {
 		fmt.Fprintln(os.Stderr, "floor:", err)
 		os.Exit(1)
 	}
-	s, err := newServer(*mode, *dir)
+	s, err := newServer(*mode, *dir, *overlap)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "floor:", err)
 		os.Exit(1)
 	}
 	s.fsync, s.sleep = *fsync, *sleep
+	if err := s.preallocate(*prealloc); err != nil {
+		fmt.Fprintln(os.Stderr, "floor:", err)
+		os.Exit(1)
+	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
 	go func() {
@@ -67,12 +74,16 @@ func main() {
 // server is one floor server; batch mode has a log file and a batcher.
 type server struct {
 	log      *os.File      // nil: direct mode
+	el       *eloop        // epoll mode
+	overlap  bool          // epoll mode: a syncer goroutine writes and answers
 	reply    bool          // batch-reply mode
 	fsync    bool          // fdatasync each batch
 	sleep    time.Duration // > 0: sleep instead of the write and fdatasync
 	queue    chan *request
 	stop     chan struct{} // closed by close: the batcher returns
 	stopped  chan struct{} // closed when it has
+	ring     int64         // > 0: the file's preallocated size, written in a ring
+	off      int64         // where the next write goes in the ring
 	batches  atomic.Int64  // batches written (each one fdatasync by default)
 	commands atomic.Int64  // commands they carried
 	seq      atomic.Int64  // the IDs' sequence numbers
@@ -88,14 +99,23 @@ type request struct {
 	w    *bufio.Writer
 }
 
-func newServer(mode, dir string) (*server, error) {
-	s := &server{reply: mode == "batch-reply", fsync: true}
+func newServer(mode, dir string, overlap bool) (*server, error) {
+	s := &server{reply: mode == "batch-reply", fsync: true, overlap: overlap}
 	if mode == "direct" {
 		return s, nil
 	}
 	f, err := os.CreateTemp(dir, "floor-*.log")
 	if err != nil {
 		return nil, err
+	}
+	if mode == "epoll" {
+		s.log = f
+		if err := s.startEpoll(); err != nil {
+			f.Close()
+			os.Remove(f.Name())
+			return nil, err
+		}
+		return s, nil
 	}
 	s.log, s.queue = f, make(chan *request, 8192)
 	s.stop, s.stopped = make(chan struct{}), make(chan struct{})
@@ -107,12 +127,54 @@ func newServer(mode, dir string) (*server, error) {
 // wait forever for their batch: close is for the end of the process or of
 // a test.
 func (s *server) close() {
+	if s.el != nil {
+		s.stopEpoll()
+	}
 	if s.log != nil {
-		close(s.stop)
-		<-s.stopped
+		if s.el == nil {
+			close(s.stop)
+			<-s.stopped
+		}
 		s.log.Close()
 		os.Remove(s.log.Name())
 	}
+}
+
+// preallocate zero-fills n bytes of the log and makes them durable, so that
+// later writes overwrite them (s.write) without growing the file.
+func (s *server) preallocate(n int64) error {
+	if n <= 0 || s.log == nil {
+		return nil
+	}
+	zero := make([]byte, 1<<20)
+	for off := int64(0); off < n; off += int64(len(zero)) {
+		if _, err := s.log.WriteAt(zero[:min(int64(len(zero)), n-off)], off); err != nil {
+			return err
+		}
+	}
+	s.ring = n
+	return s.log.Sync()
+}
+
+// write appends buf to the log, or with a preallocated ring overwrites the
+// ring's next bytes.
+func (s *server) write(buf []byte) error {
+	if s.ring == 0 {
+		_, err := s.log.Write(buf)
+		return err
+	}
+	for len(buf) > 0 {
+		if s.off >= s.ring {
+			s.off = 0
+		}
+		n := min(int64(len(buf)), s.ring-s.off)
+		if _, err := s.log.WriteAt(buf[:n], s.off); err != nil {
+			return err
+		}
+		s.off += n
+		buf = buf[n:]
+	}
+	return nil
 }
 
 // recordSize is what batch mode writes per command: about an order entry.
@@ -152,7 +214,7 @@ func (s *server) batcher() {
 		var err error
 		if s.sleep > 0 {
 			time.Sleep(s.sleep)
-		} else if _, err = s.log.Write(buf); err == nil && s.fsync {
+		} else if err = s.write(buf); err == nil && s.fsync {
 			err = syscall.Fdatasync(int(s.log.Fd()))
 		}
 		s.batches.Add(1)
@@ -185,6 +247,12 @@ func (s *server) serve(ln net.Listener) {
 		c, err := ln.Accept()
 		if err != nil {
 			return
+		}
+		if s.el != nil {
+			if err := s.adopt(c); err != nil {
+				fmt.Fprintln(os.Stderr, "floor:", err)
+			}
+			continue
 		}
 		go s.conn(c)
 	}

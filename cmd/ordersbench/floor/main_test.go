@@ -13,11 +13,16 @@ import (
 // start runs a floor server in mode on a loopback port for the test.
 func start(t *testing.T, mode string) (*server, string) {
 	t.Helper()
+	overlap := mode == "epoll-overlap"
+	if overlap {
+		mode = "epoll"
+	}
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := newServer(mode, t.TempDir())
+	s, err := newServer(mode, t.TempDir(), overlap)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +74,7 @@ const xadd = "*5\r\n$4\r\nXADD\r\n$1\r\ns\r\n$1\r\n*\r\n$1\r\nf\r\n$1\r\nv\r\n"
 // in order, in both modes; batch mode writes and fdatasyncs a record per
 // command before it replies.
 func TestRepliesAnIDPerCommand(t *testing.T) {
-	for _, mode := range []string{"direct", "batch", "batch-reply"} {
+	for _, mode := range []string{"direct", "batch", "batch-reply", "epoll", "epoll-overlap"} {
 		s, addr := start(t, mode)
 		ids := exchange(t, addr, strings.Repeat(xadd, 3), 3)
 		last := int64(0)
@@ -102,7 +107,7 @@ func TestRepliesAnIDPerCommand(t *testing.T) {
 // error reply, after the replies of the commands before it, and the
 // connection closes.
 func TestProtocolErrorIsAnswered(t *testing.T) {
-	for _, mode := range []string{"direct", "batch", "batch-reply"} {
+	for _, mode := range []string{"direct", "batch", "batch-reply", "epoll", "epoll-overlap"} {
 		_, addr := start(t, mode)
 		for _, in := range []string{"PING\r\n", "*1\r\n+x\r\n", "*-2\r\n", xadd + "PING\r\n"} {
 			ids := strings.Count(in, xadd)
@@ -111,5 +116,76 @@ func TestProtocolErrorIsAnswered(t *testing.T) {
 				t.Errorf("%s: %q: got %q, want %d IDs, then a protocol error", mode, in, got, ids)
 			}
 		}
+	}
+}
+
+// TestPreallocatedRingKeepsTheFileSize: with -prealloc the log is
+// zero-filled first and written as a ring, so the file never grows and
+// the records land where the ring says.
+func TestPreallocatedRingKeepsTheFileSize(t *testing.T) {
+	s, err := newServer("epoll", t.TempDir(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	const ring = 3*recordSize + recordSize/2
+	if err := s.preallocate(ring); err != nil {
+		t.Fatal(err)
+	}
+	rec := make([]byte, recordSize)
+	for i := range 5 {
+		for j := range rec {
+			rec[j] = byte('a' + i)
+		}
+		if err := s.write(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, err := os.ReadFile(s.log.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Records a, b, c, then half of d fill the ring; d's second half and e
+	// overwrite from the start.
+	want := strings.Repeat("d", recordSize/2) + strings.Repeat("e", recordSize) + strings.Repeat("b", recordSize/2) +
+		strings.Repeat("c", recordSize) + strings.Repeat("d", recordSize/2)
+	if len(data) != ring || string(data) != want {
+		t.Fatalf("file of %d bytes %q, want %d bytes %q", len(data), data, ring, want)
+	}
+}
+
+// TestCommandSplitAcrossReads: in epoll mode a command whose bytes arrive
+// in two reads is answered when it is whole, and the whole command before
+// it is not held back for it. (The goroutine modes read on until the
+// command is whole.)
+func TestCommandSplitAcrossReads(t *testing.T) {
+	for _, mode := range []string{"epoll", "epoll-overlap"} {
+		_, addr := start(t, mode)
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		half := len(xadd) / 2
+		if _, err := c.Write([]byte(xadd + xadd[:half])); err != nil {
+			t.Fatal(err)
+		}
+		rd := bufio.NewReader(c)
+		first, err := rd.ReadString('\n')
+		if err != nil || first[0] != '$' {
+			t.Fatalf("%s: first reply %q, %v", mode, first, err)
+		}
+		rd.ReadString('\n')
+		time.Sleep(50 * time.Millisecond)
+		if rd.Buffered() != 0 {
+			t.Fatalf("%s: a reply before the second command was whole", mode)
+		}
+		if _, err := c.Write([]byte(xadd[half:])); err != nil {
+			t.Fatal(err)
+		}
+		if second, err := rd.ReadString('\n'); err != nil || second[0] != '$' {
+			t.Fatalf("%s: second reply %q, %v", mode, second, err)
+		}
+		c.Close()
 	}
 }
