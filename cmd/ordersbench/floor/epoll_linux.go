@@ -269,24 +269,8 @@ func (o *outBuf) Write(p []byte) (int, error) { o.out = append(o.out, p...); ret
 // readIn reads everything the socket has and counts the whole commands in
 // it; false when the connection closed.
 func (s *server) readIn(c *econn, rbuf []byte) bool {
-	for {
-		n, err := syscall.Read(c.fd, rbuf)
-		if n > 0 {
-			c.in = append(c.in, rbuf[:n]...)
-		}
-		if err == syscall.EAGAIN {
-			break
-		}
-		if err == syscall.EINTR {
-			continue
-		}
-		if err != nil || n == 0 {
-			s.drop(c)
-			return false
-		}
-		if n < len(rbuf) {
-			break
-		}
+	if !s.readAll(c, rbuf, true) {
+		return false
 	}
 	rest := c.in
 	for len(rest) > 0 {
@@ -308,18 +292,26 @@ func (s *server) readIn(c *econn, rbuf []byte) bool {
 
 // discard reads and drops what a connection sends after its protocol
 // error, and closes it at its end.
-func (s *server) discard(c *econn, rbuf []byte) {
+func (s *server) discard(c *econn, rbuf []byte) { s.readAll(c, rbuf, false) }
+
+// readAll reads what the socket has, into c.in when keep; at the
+// connection's end or failure it closes it and returns false.
+func (s *server) readAll(c *econn, rbuf []byte, keep bool) bool {
 	for {
 		n, err := syscall.Read(c.fd, rbuf)
-		if err == syscall.EINTR {
+		if n > 0 && keep {
+			c.in = append(c.in, rbuf[:n]...)
+		}
+		switch {
+		case err == syscall.EAGAIN:
+			return true
+		case err == syscall.EINTR:
 			continue
-		}
-		if err == syscall.EAGAIN {
-			return
-		}
-		if err != nil || n == 0 {
+		case err != nil || n == 0:
 			s.drop(c)
-			return
+			return false
+		case n < len(rbuf):
+			return true
 		}
 	}
 }
