@@ -33,7 +33,7 @@ import (
 func main() {
 	addr := flag.String("addr", "127.0.0.1:7777", "listen address host:port")
 	mode := flag.String("mode", "batch", "batch (one fdatasync per batch before the replies), batch-reply (the batcher writes the replies), direct (reply at once) or epoll (one epoll loop reads, fdatasyncs and replies)")
-	dir := flag.String("dir", os.TempDir(), "where -mode batch writes its file (removed at exit)")
+	dir := flag.String("dir", os.TempDir(), "where the batch and epoll modes write their file (removed at exit)")
 	fsync := flag.Bool("fsync", true, "batch modes: fdatasync each batch's write")
 	sleep := flag.Duration("sleep", 0, "batch modes: instead of each batch's write and fdatasync, sleep this long")
 	prealloc := flag.Int64("prealloc", 0, "batch and epoll modes: zero-fill and fdatasync this many bytes of the file first, and overwrite them in a ring (no size change for fdatasync to record)")
