@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"net"
@@ -210,26 +209,13 @@ func (s *server) syncer() {
 	}
 }
 
-// durable writes a record per command of batch and fdatasyncs them.
+// durable makes the commands of batch durable (persist).
 func (s *server) durable(batch []part) error {
 	total := 0
 	for _, p := range batch {
 		total += p.n
 	}
-	if total == 0 {
-		return nil
-	}
-	buf := make([]byte, 0, total*recordSize)
-	for range total {
-		buf = append(buf, record[:]...)
-	}
-	err := s.write(buf)
-	if err == nil && s.fsync {
-		err = syscall.Fdatasync(int(s.log.Fd()))
-	}
-	s.batches.Add(1)
-	s.commands.Add(int64(total))
-	return err
+	return s.persist(total)
 }
 
 // answer writes each part's replies: an ID per command, then its protocol
@@ -243,16 +229,7 @@ func (s *server) answer(batch []part, werr error) {
 			c.mu.Unlock()
 			continue
 		}
-		w := bufio.NewWriter((*outBuf)(c))
-		if werr != nil {
-			w.WriteString("-ERR " + werr.Error() + "\r\n")
-		} else {
-			s.writeIDs(w, p.n)
-			if p.perr != nil {
-				w.WriteString("-ERR " + p.perr.Error() + "\r\n")
-			}
-		}
-		w.Flush()
+		c.out = s.appendReplies(c.out, p.n, p.perr, werr)
 		if werr != nil || p.perr != nil {
 			c.ending = true
 		}
@@ -260,11 +237,6 @@ func (s *server) answer(batch []part, werr error) {
 		c.mu.Unlock()
 	}
 }
-
-// outBuf lets a bufio.Writer append to a connection's pending output.
-type outBuf econn
-
-func (o *outBuf) Write(p []byte) (int, error) { o.out = append(o.out, p...); return len(p), nil }
 
 // readIn reads everything the socket has and counts the whole commands in
 // it; false when the connection closed.

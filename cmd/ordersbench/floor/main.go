@@ -82,6 +82,7 @@ type server struct {
 	queue    chan *request
 	stop     chan struct{} // closed by close: the batcher returns
 	stopped  chan struct{} // closed when it has
+	buf      []byte        // persist's records (one goroutine at a time)
 	ring     int64         // > 0: the file's preallocated size, written in a ring
 	off      int64         // where the next write goes in the ring
 	batches  atomic.Int64  // batches written (each one fdatasync by default)
@@ -96,7 +97,7 @@ type request struct {
 	n    int
 	done chan struct{}
 	err  error
-	w    *bufio.Writer
+	w    net.Conn
 }
 
 func newServer(mode, dir string, overlap bool) (*server, error) {
@@ -185,8 +186,10 @@ var record [recordSize]byte
 // batcher takes whatever is queued, writes it, fdatasyncs, and answers it.
 func (s *server) batcher() {
 	defer close(s.stopped)
-	var batch []*request
-	buf := make([]byte, 0, 64*recordSize)
+	var (
+		batch []*request
+		out   []byte // batch-reply mode: one connection's replies
+	)
 	for {
 		select {
 		case r := <-s.queue:
@@ -203,33 +206,15 @@ func (s *server) batcher() {
 				break fill
 			}
 		}
-		buf = buf[:0]
 		n := 0
 		for _, r := range batch {
 			n += r.n
-			for range r.n {
-				buf = append(buf, record[:]...)
-			}
 		}
-		var err error
-		if s.sleep > 0 {
-			time.Sleep(s.sleep)
-		} else if err = s.write(buf); err == nil && s.fsync {
-			err = syscall.Fdatasync(int(s.log.Fd()))
-		}
-		s.batches.Add(1)
-		s.commands.Add(int64(n))
+		err := s.persist(n)
 		for _, r := range batch {
 			if r.w != nil { // batch-reply mode
-				if err != nil {
-					r.w.WriteString("-ERR " + err.Error() + "\r\n")
-				} else {
-					s.writeIDs(r.w, r.n)
-					if r.err != nil { // the connection's protocol error
-						r.w.WriteString("-ERR " + r.err.Error() + "\r\n")
-					}
-				}
-				r.w.Flush()
+				out = s.appendReplies(out[:0], r.n, r.err, err)
+				r.w.Write(out)
 				if r.done == nil {
 					continue
 				}
@@ -240,6 +225,28 @@ func (s *server) batcher() {
 			close(r.done)
 		}
 	}
+}
+
+// persist makes n commands durable: a record each, one write and one
+// fdatasync, or the -sleep in their place. One goroutine calls it: the
+// batcher, the epoll loop or its syncer.
+func (s *server) persist(n int) error {
+	if n == 0 {
+		return nil
+	}
+	s.buf = s.buf[:0]
+	for range n {
+		s.buf = append(s.buf, record[:]...)
+	}
+	var err error
+	if s.sleep > 0 {
+		time.Sleep(s.sleep)
+	} else if err = s.write(s.buf); err == nil && s.fsync {
+		err = syscall.Fdatasync(int(s.log.Fd()))
+	}
+	s.batches.Add(1)
+	s.commands.Add(int64(n))
+	return err
 }
 
 func (s *server) serve(ln net.Listener) {
@@ -265,7 +272,7 @@ var errProtocol = errors.New("Protocol error: expected a multibulk command")
 func (s *server) conn(c net.Conn) {
 	defer c.Close()
 	rd := bufio.NewReaderSize(c, 16<<10)
-	w := bufio.NewWriterSize(c, 16<<10)
+	var out []byte
 	for {
 		// The commands of one read, up to a protocol error if any: they
 		// are answered, then the error, and the connection closes.
@@ -282,7 +289,7 @@ func (s *server) conn(c net.Conn) {
 			n++
 		}
 		if s.reply {
-			r := &request{n: n, err: perr, w: w}
+			r := &request{n: n, err: perr, w: c}
 			if perr != nil {
 				r.done = make(chan struct{})
 			}
@@ -293,37 +300,38 @@ func (s *server) conn(c net.Conn) {
 			}
 			continue
 		}
+		var werr error
 		if s.log != nil && n > 0 {
 			r := &request{n: n, done: make(chan struct{})}
 			s.queue <- r
 			<-r.done
-			if r.err != nil {
-				w.WriteString("-ERR " + r.err.Error() + "\r\n")
-				w.Flush()
-				return
-			}
+			werr = r.err
 		}
-		s.writeIDs(w, n)
-		if perr != nil {
-			w.WriteString("-ERR " + perr.Error() + "\r\n")
-			w.Flush()
-			return
-		}
-		if w.Flush() != nil {
+		out = s.appendReplies(out[:0], n, perr, werr)
+		if _, err := c.Write(out); err != nil || perr != nil || werr != nil {
 			return
 		}
 	}
 }
 
-// writeIDs writes n replies of an ID each, as XADD's.
-func (s *server) writeIDs(w *bufio.Writer, n int) {
-	ms := time.Now().UnixMilli()
-	for range n {
-		id := strconv.AppendInt(append(strconv.AppendInt(nil, ms, 10), '-'), s.seq.Add(1), 10)
-		w.WriteString("$" + strconv.Itoa(len(id)) + "\r\n")
-		w.Write(id)
-		w.WriteString("\r\n")
+// appendReplies appends the replies to n commands: an ID each, as XADD's,
+// then the connection's protocol error if any; or, when the write failed,
+// that error alone.
+func (s *server) appendReplies(b []byte, n int, perr, werr error) []byte {
+	if werr != nil {
+		return append(append(append(b, "-ERR "...), werr.Error()...), "\r\n"...)
 	}
+	ms := time.Now().UnixMilli()
+	var idb [48]byte
+	for range n {
+		id := strconv.AppendInt(append(strconv.AppendInt(idb[:0], ms, 10), '-'), s.seq.Add(1), 10)
+		b = strconv.AppendInt(append(b, '$'), int64(len(id)), 10)
+		b = append(append(append(b, "\r\n"...), id...), "\r\n"...)
+	}
+	if perr != nil {
+		b = append(append(append(b, "-ERR "...), perr.Error()...), "\r\n"...)
+	}
+	return b
 }
 
 // skipCommand reads one RESP multibulk command and discards it.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"net"
 	"os"
 	"strconv"
@@ -176,10 +177,13 @@ func TestCommandSplitAcrossReads(t *testing.T) {
 			t.Fatalf("%s: first reply %q, %v", mode, first, err)
 		}
 		rd.ReadString('\n')
-		time.Sleep(50 * time.Millisecond)
-		if rd.Buffered() != 0 {
-			t.Fatalf("%s: a reply before the second command was whole", mode)
+		// Nothing more until the second command is whole.
+		c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+		var ne net.Error
+		if early, err := rd.ReadString('\n'); !errors.As(err, &ne) || !ne.Timeout() {
+			t.Fatalf("%s: before the second command was whole: %q, %v", mode, early, err)
 		}
+		c.SetDeadline(time.Now().Add(10 * time.Second))
 		if _, err := c.Write([]byte(xadd[half:])); err != nil {
 			t.Fatal(err)
 		}
