@@ -270,8 +270,14 @@ type announcingTransport struct {
 
 // AppendEntries implements raft.Transport (heartbeats too: the fast path
 // is off, see SetHeartbeatHandler).
+//
+// resp's header byte strings are dropped first: raft reuses a response
+// across calls, the raft bus fills them with strings shared by every group
+// on a connection (raftwire.go, interned), and msgpack decodes into a
+// slice's existing array, which would write over the shared copy.
 func (t announcingTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
 	t.bus.raftReqs.Add(1)
+	resp.ID, resp.Addr = nil, nil
 	return t.NetworkTransport.AppendEntries(id, target, args, resp)
 }
 

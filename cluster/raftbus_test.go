@@ -281,6 +281,35 @@ func TestRaftBusFallsBackToTheGroupTransport(t *testing.T) {
 	}
 }
 
+// TestRaftBusFallbackLeavesSharedHeadersAlone: raft reuses a response
+// across calls (its heartbeat loop does), so one the bus filled holds the
+// header strings the connection shares between groups. A fallback call
+// into that response must not write the next peer's header over them.
+func TestRaftBusFallbackLeavesSharedHeadersAlone(t *testing.T) {
+	a, b := newBusNode(t, 5*time.Second, 2), newBusNode(t, 5*time.Second, 2)
+	got := answer(t, b.trs[2].Consumer(), &raft.AppendEntriesResponse{RPCHeader: raft.RPCHeader{ID: []byte("node-b"), Addr: []byte("b:1")}, Term: 9, Success: true})
+	var resp raft.AppendEntriesResponse
+	if err := a.trs[2].AppendEntries("b", raft.ServerAddress(b.mux.Addr().String()), sampleAppend(), &resp); err != nil {
+		t.Fatal(err)
+	}
+	<-got
+	sharedID, sharedAddr := resp.ID, resp.Addr
+	old := newTestMux(t) // no raft bus here: the call falls back
+	tr := testNetTransport(old, 2)
+	defer tr.Close()
+	got = answer(t, tr.Consumer(), &raft.AppendEntriesResponse{RPCHeader: raft.RPCHeader{ID: []byte("node-c"), Addr: []byte("c:1")}, Term: 9, Success: true})
+	if err := a.trs[2].AppendEntries("old", raft.ServerAddress(old.Addr().String()), sampleAppend(), &resp); err != nil {
+		t.Fatal(err)
+	}
+	<-got
+	if string(resp.ID) != "node-c" || string(resp.Addr) != "c:1" {
+		t.Fatalf("fallback response header %q %q, want node-c c:1", resp.ID, resp.Addr)
+	}
+	if string(sharedID) != "node-b" || string(sharedAddr) != "b:1" {
+		t.Fatalf("the bus's shared header became %q %q, want node-b b:1", sharedID, sharedAddr)
+	}
+}
+
 // TestRaftBusNeverWaitsWithoutBound: a call to a group the peer does not
 // host fails; one whose group never answers fails after the timeout; a
 // group queue that is full answers busy at once; closing the transport
