@@ -172,6 +172,12 @@ type Config struct {
 	// at 16 (cmd/ordersbench/PERFORMANCE.md). A node accepts the bus
 	// either way.
 	RaftBus bool
+	// EarlyReplication (with RaftBus) has a shard's leader send its new
+	// entries to caught-up followers while it writes them to its own log,
+	// rather than after (early.go): a write then waits for the slower of
+	// the two disk writes, not their sum. The raftstream command turns it
+	// on unless RAFTSTREAM_EARLY_REPLICATION=off.
+	EarlyReplication bool
 	// MaxGather bounds how long a shard's batcher waits for the clients its
 	// last entry answered before it forms the next entry (fsm's
 	// Config.MaxGather). 0 keeps fsm's default; negative turns it off. The

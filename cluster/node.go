@@ -393,6 +393,9 @@ func (n *Node) openShard(i int) (*localShard, error) {
 	if n.cfg.RaftBus {
 		bt := n.raftBus.transport(i, tr, &n.bus)
 		gt, closer = bt, bt
+		if n.cfg.EarlyReplication {
+			fc.EarlyReplicate = bt.ReplicateEarly
+		}
 	}
 	fc.Transport = ackingTransport{gt, acks, &n.raftBus.stats}
 	if err := os.MkdirAll(fc.Dir, 0o755); err != nil {

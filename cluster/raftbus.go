@@ -65,7 +65,8 @@ var (
 // RaftBusStats are the raft bus's counters since the node opened.
 type RaftBusStats struct {
 	// AppendRPCs counts the AppendEntries requests the node's shard
-	// groups sent as leaders, heartbeats included, over the bus or not;
+	// groups sent as leaders, heartbeats included, over the bus or not
+	// (EarlyAnswered of them were answered without being sent);
 	// Heartbeats those without entries, previous entry or commit index
 	// (raft's heartbeat loop).
 	AppendRPCs uint64
@@ -83,11 +84,20 @@ type RaftBusStats struct {
 	// refused because the group's raft goroutine was busyGroupQueue behind.
 	Received uint64
 	Busy     uint64
+	// Early counts the AppendEntries a leader sent early (its new
+	// entries while it writes them itself, early.go); EarlyFailed those
+	// not answered with success.
+	Early       uint64
+	EarlyFailed uint64
+	// EarlyAnswered counts raft's AppendEntries that were not sent because
+	// an early request had carried the same and been answered with success
+	// (its answer is theirs).
+	EarlyAnswered uint64
 }
 
 // raftBusCounters are RaftBusStats' live counters.
 type raftBusCounters struct {
-	appends, heartbeats, entries, bytes, writes, fallbacks, received, busy atomic.Uint64
+	appends, heartbeats, entries, bytes, writes, fallbacks, received, busy, early, earlyFailed, earlyAnswered atomic.Uint64
 }
 
 // raftBus is a node's end of the raft bus: the connections it dialed (one
@@ -135,6 +145,7 @@ func (b *raftBus) Stats() RaftBusStats {
 		AppendRPCs: s.appends.Load(), Heartbeats: s.heartbeats.Load(), Entries: s.entries.Load(),
 		BytesSent: s.bytes.Load(), Writes: s.writes.Load(), Fallbacks: s.fallbacks.Load(),
 		Received: s.received.Load(), Busy: s.busy.Load(),
+		Early: s.early.Load(), EarlyFailed: s.earlyFailed.Load(), EarlyAnswered: s.earlyAnswered.Load(),
 	}
 }
 
@@ -352,6 +363,13 @@ func (b *raftBus) peer(addr string) (*busPeer, error) {
 	return p, nil
 }
 
+// live returns the live connection, nil if there is none (it never dials).
+func (p *busPeer) live() *peerConn {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cur
+}
+
 // conn returns the live connection, dialing one if there is none. Callers
 // arriving during a dial wait for it (bounded by the dial timeout) and share
 // its outcome. errNoRaftBus: the peer refused the bus lately.
@@ -448,6 +466,16 @@ func (p *busPeer) close() {
 // call sends req for group and waits for its response in resp: at most
 // timeout, and no longer than stop stays open.
 func (pc *peerConn) call(group uint32, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse, timeout time.Duration, stop <-chan struct{}) error {
+	id, c, err := pc.start(group, req, resp)
+	if err != nil {
+		return err
+	}
+	return pc.wait(id, c, timeout, stop)
+}
+
+// start sends req for group; its response goes to resp once the reader
+// has it, and wait must follow with the returned id and call.
+func (pc *peerConn) start(group uint32, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) (uint64, *busCall, error) {
 	c := callPool.Get().(*busCall)
 	c.resp, c.err = resp, nil
 	pc.mu.Lock()
@@ -455,7 +483,7 @@ func (pc *peerConn) call(group uint32, req *raft.AppendEntriesRequest, resp *raf
 		err := pc.dead
 		pc.mu.Unlock()
 		callPool.Put(c)
-		return err
+		return 0, nil, err
 	}
 	pc.next++
 	id := pc.next
@@ -463,8 +491,13 @@ func (pc *peerConn) call(group uint32, req *raft.AppendEntriesRequest, resp *raf
 	pc.mu.Unlock()
 
 	if err := pc.w.send(isHeartbeat(req), func(b []byte) []byte { return appendAppendRequest(b, group, id, req) }); err != nil {
-		pc.fail(err)
+		pc.fail(err) // fails c too
 	}
+	return id, c, nil
+}
+
+// wait waits for the response to call id, as call does.
+func (pc *peerConn) wait(id uint64, c *busCall, timeout time.Duration, stop <-chan struct{}) error {
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	var err error
@@ -751,6 +784,7 @@ type busTransport struct {
 	closeCh             chan struct{}
 	closeOnce           sync.Once
 	fwdDone             chan struct{}
+	early               earlyPeers // early.go
 }
 
 var (
@@ -804,11 +838,7 @@ func (t *busTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress
 	default:
 	}
 	b := t.rb
-	addr, err := b.book.ServerAddr(id)
-	if err != nil {
-		addr = raft.ServerAddress(b.book.dialAddr(string(target)))
-	}
-	p, err := b.peer(string(addr))
+	p, err := t.peer(id, target)
 	if err != nil {
 		return err
 	}
@@ -820,8 +850,26 @@ func (t *busTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress
 	if err != nil {
 		return err
 	}
+	if t.early.answered(id, args, resp, b.timeout, t.closeCh) {
+		b.stats.earlyAnswered.Add(1)
+		t.early.observe(id, target, args, resp, nil)
+		return nil
+	}
 	t.bus.raftReqs.Add(1)
-	return pc.call(t.group.id, args, resp, b.timeout, t.closeCh)
+	err = pc.call(t.group.id, args, resp, b.timeout, t.closeCh)
+	t.early.observe(id, target, args, resp, err)
+	return err
+}
+
+// peer returns the bus's outbound end for server id (target as raft
+// names it).
+func (t *busTransport) peer(id raft.ServerID, target raft.ServerAddress) (*busPeer, error) {
+	b := t.rb
+	addr, err := b.book.ServerAddr(id)
+	if err != nil {
+		addr = raft.ServerAddress(b.book.dialAddr(string(target)))
+	}
+	return b.peer(string(addr))
 }
 
 // Close unregisters the group (its peers' requests are refused from then

@@ -96,7 +96,7 @@ func Open(cfg Config) (*Shard, error) {
 		return nil, fmt.Errorf("fsm: shard %d: open snapshot store: %w", cfg.ShardID, err)
 	}
 	cache := newLogCache(store, cfg.LogCacheEntries, cfg.LogCacheBytes)
-	logs := &storeSignal{logCache: cache, beginCh: make(chan struct{}, 1), endCh: make(chan struct{}, 1)}
+	logs := &storeSignal{logCache: cache, beginCh: make(chan struct{}, 1), endCh: make(chan struct{}, 1), early: cfg.EarlyReplicate}
 	m := newMachine(cfg.ShardID, cfg.Engine, cfg.Notify, log)
 	m.keysOf = cfg.KeysOf
 	r, err := raft.NewRaft(cfg.raftConfig(), m, logs, store, snaps, cfg.Transport)
@@ -104,6 +104,7 @@ func Open(cfg Config) (*Shard, error) {
 		store.Close()
 		return nil, fmt.Errorf("fsm: shard %d: start raft: %w", cfg.ShardID, err)
 	}
+	logs.raft.Store(r)
 	s := &Shard{
 		cfg: cfg, log: log, m: m, raft: r, store: store, logs: logs, snaps: snaps,
 		queue:      make(chan *proposal, cfg.QueueDepth),
@@ -245,6 +246,11 @@ type storeSignal struct {
 	*logCache
 	begun, ended   atomic.Uint64
 	beginCh, endCh chan struct{} // capacity 1: "a count moved"
+
+	// early is Config.EarlyReplicate; raft the group's instance, once
+	// NewRaft returned.
+	early func(prevTerm, commit uint64, logs []*raft.Log)
+	raft  atomic.Pointer[raft.Raft]
 }
 
 func (l *storeSignal) StoreLog(log *raft.Log) error { return l.StoreLogs([]*raft.Log{log}) }
@@ -255,10 +261,36 @@ func (l *storeSignal) StoreLogs(logs []*raft.Log) error {
 	if storeHook != nil {
 		storeHook(logs)
 	}
+	l.replicateEarly(logs)
 	err := l.logCache.StoreLogs(logs)
 	l.ended.Add(1)
 	poke(l.endCh)
 	return err
+}
+
+// replicateEarly hands logs to Config.EarlyReplicate when this replica
+// writes them as the leader. raft calls StoreLogs from its main goroutine,
+// the one that also changes its state, so State is exact here: Leader
+// means raft's leader loop is appending its own new entries (a follower
+// storing its leader's entries is always in state Follower), all of the
+// current term.
+func (l *storeSignal) replicateEarly(logs []*raft.Log) {
+	if l.early == nil || len(logs) == 0 {
+		return
+	}
+	r := l.raft.Load()
+	if r == nil || r.State() != raft.Leader {
+		return
+	}
+	var prevTerm uint64
+	if prev := logs[0].Index - 1; prev > 0 {
+		var lg raft.Log
+		if err := l.logCache.GetLog(prev, &lg); err != nil {
+			return // compacted away: raft's own replication will do
+		}
+		prevTerm = lg.Term
+	}
+	l.early(prevTerm, r.CommitIndex(), logs)
 }
 
 // storeHook, if set, runs before every log write. Tests only (set before

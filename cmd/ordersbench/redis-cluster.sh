@@ -57,6 +57,10 @@ rs_sum() {
 # rs_info field: the INFO field summed over the nodes.
 rs_info() { rs_sum "s/^$1://p"; }
 
+# appends_sent: the AppendEntries requests the nodes sent: raft's, less
+# those an early request answered, plus the early ones.
+appends_sent() { echo $(($(rs_info raft_append_rpcs) - $(rs_info raft_bus_early_answered) + $(rs_info raft_bus_early_sent))); }
+
 # xadd_usec: the server time of XADD (INFO commandstats' usec) summed over
 # the nodes.
 xadd_usec() { rs_sum 's/^cmdstat_xadd:.*,usec=\([0-9]*\),.*/\1/p'; }
@@ -66,7 +70,7 @@ xadd_usec() { rs_sum 's/^cmdstat_xadd:.*,usec=\([0-9]*\),.*/\1/p'; }
 # last six time the critical path's parts; 0 for Redis).
 counters() {
   if [ "$1" = raftstream ]; then
-    echo "$(pid_ticks "${nodepids[@]}") $(pid_csw "${nodepids[@]}") $(rs_info raft_log_writes) $(rs_info raft_append_rpcs) $(rs_info raft_bus_sent_bytes)" \
+    echo "$(pid_ticks "${nodepids[@]}") $(pid_csw "${nodepids[@]}") $(rs_info raft_log_writes) $(appends_sent) $(rs_info raft_bus_sent_bytes)" \
       "$(rs_info raft_log_write_usec) $(rs_info raft_entries_proposed) $(rs_info raft_entry_commands) $(rs_info raft_entries_committed) $(rs_info raft_commit_usec)" \
       "$(xadd_usec)"
   else

@@ -217,3 +217,29 @@ func TestGatherSwitch(t *testing.T) {
 		}
 	}
 }
+
+// TestEarlyReplicationSwitch: early replication is on unless
+// RAFTSTREAM_EARLY_REPLICATION=off, and any other value is refused.
+func TestEarlyReplicationSwitch(t *testing.T) {
+	for _, tc := range []struct {
+		env  string
+		want bool
+		bad  bool
+	}{{"", true, false}, {"on", true, false}, {"off", false, false}, {"no", false, true}} {
+		t.Setenv(earlyReplicationEnv, tc.env)
+		var o options
+		err := readEnvSwitches(&o)
+		if tc.bad {
+			if err == nil || !strings.Contains(err.Error(), earlyReplicationEnv) {
+				t.Errorf("%s=%q: err %v, want one naming the variable", earlyReplicationEnv, tc.env, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s=%q: %v", earlyReplicationEnv, tc.env, err)
+		}
+		if got := clusterConfig(&o, slog.Default()).EarlyReplication; got != tc.want {
+			t.Errorf("%s=%q: EarlyReplication %v, want %v", earlyReplicationEnv, tc.env, got, tc.want)
+		}
+	}
+}

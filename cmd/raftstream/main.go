@@ -99,6 +99,7 @@ type options struct {
 	raftLogStore           string
 	nodeLogSegmentBytes    int64
 	raftBus                bool
+	earlyReplication       bool
 	gather                 time.Duration
 	debugLogStoreFaultFile string
 }
@@ -121,6 +122,11 @@ const (
 	// group's own transport instead of the raft bus the groups share
 	// (cluster.Config.RaftBus; on by default): for comparing the two.
 	raftBusEnv = "RAFTSTREAM_RAFT_BUS"
+	// earlyReplicationEnv "off" makes a shard's leader send its new
+	// entries to followers only after its own log write (raft's order)
+	// instead of during it (cluster.Config.EarlyReplication; on by
+	// default, with the raft bus): for comparing the two.
+	earlyReplicationEnv = "RAFTSTREAM_EARLY_REPLICATION"
 	// gatherEnv, a duration, bounds how long a shard's batcher waits for
 	// the clients its last entry answered (cluster.Config.MaxGather; fsm's
 	// MaxGather, 2 ms by default); 0 turns the gather off: for comparing.
@@ -138,6 +144,13 @@ func readEnvSwitches(o *options) error {
 	case "off":
 	default:
 		return fmt.Errorf("%s=%q: want on or off", raftBusEnv, v)
+	}
+	switch v := os.Getenv(earlyReplicationEnv); v {
+	case "", "on":
+		o.earlyReplication = true
+	case "off":
+	default:
+		return fmt.Errorf("%s=%q: want on or off", earlyReplicationEnv, v)
 	}
 	if v := os.Getenv(nodeLogSegmentEnv); v != "" {
 		b, err := strconv.ParseInt(v, 10, 64)
@@ -422,6 +435,7 @@ func clusterConfig(o *options, log *slog.Logger) cluster.Config {
 	c.LogStore = o.raftLogStore
 	c.NodeLogSegmentBytes = o.nodeLogSegmentBytes
 	c.RaftBus = o.raftBus
+	c.EarlyReplication = o.earlyReplication
 	c.MaxGather = o.gather
 	if off := o.debugClockOffset; off != 0 {
 		c.Now = func() time.Time { return time.Now().Add(off) }

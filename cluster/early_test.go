@@ -1,0 +1,180 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// earlyLogs are entries first..last of term.
+func earlyLogs(term, first, last uint64) []*raft.Log {
+	var logs []*raft.Log
+	for i := first; i <= last; i++ {
+		logs = append(logs, &raft.Log{Index: i, Term: term, Type: raft.LogCommand, Data: fmt.Appendf(nil, "entry %d", i)})
+	}
+	return logs
+}
+
+// waitBus polls cond (bounded) for what a goroutine of the bus records.
+func waitBus(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within 10s: %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestEarlyAppendStandsForRaftsOwn walks one follower through early
+// replication on the bus, with the follower's raft played by the test:
+//   - nothing goes early to a follower raft has not replicated to;
+//   - once it answered raft's own AppendEntries, the leader's next entries
+//     reach it early, as the AppendEntries raft would send (the leader's
+//     header and term, the previous entry, the commit index);
+//   - raft's own request for those entries is then answered with the
+//     follower's answer to the early one, without reaching the follower;
+//   - an early request that fails turns early sends off, and raft's own
+//     request for its entries is sent as usual; a batch that does not
+//     continue what the follower has is not sent early.
+func TestEarlyAppendStandsForRaftsOwn(t *testing.T) {
+	a, b := newBusNode(t, 5*time.Second, 3), newBusNode(t, 5*time.Second, 3)
+	tr, follower := a.trs[3], b.trs[3].Consumer()
+	target := raft.ServerAddress(b.mux.Addr().String())
+	hdr := raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte("a"), Addr: []byte("a:1")}
+	okUpTo := func(last uint64) *raft.AppendEntriesResponse {
+		return &raft.AppendEntriesResponse{RPCHeader: raft.RPCHeader{ID: []byte("b"), Addr: []byte("b:1")}, Term: 5, LastLog: last, Success: true}
+	}
+	raftsOwn := func(prev uint64, logs []*raft.Log, commit uint64) *raft.AppendEntriesRequest {
+		return &raft.AppendEntriesRequest{RPCHeader: hdr, Term: 5, Leader: []byte("a:1"), PrevLogEntry: prev, PrevLogTerm: 5, Entries: logs, LeaderCommitIndex: commit}
+	}
+	send := func(req *raft.AppendEntriesRequest) *raft.AppendEntriesResponse {
+		t.Helper()
+		var resp raft.AppendEntriesResponse
+		if err := tr.AppendEntries("b", target, req, &resp); err != nil {
+			t.Fatal(err)
+		}
+		return &resp
+	}
+	early := func() uint64 { return a.bus.Stats().Early }
+
+	tr.ReplicateEarly(5, 9, earlyLogs(5, 10, 10))
+	if n := early(); n != 0 {
+		t.Fatalf("%d early requests to a follower raft never replicated to", n)
+	}
+
+	// raft's own AppendEntries of entry 10, answered: b matches up to 10.
+	got := answer(t, follower, okUpTo(10))
+	send(raftsOwn(9, earlyLogs(5, 10, 10), 9))
+	if r := <-got; r == nil {
+		t.Fatal("raft's own request never reached the follower")
+	}
+
+	// The leader is about to write 11 and 12: they go at once.
+	logs := earlyLogs(5, 11, 12)
+	got = answer(t, follower, okUpTo(12))
+	tr.ReplicateEarly(5, 10, logs)
+	r := <-got
+	if want := raftsOwn(10, logs, 10); !reflect.DeepEqual(r, want) {
+		t.Fatalf("early request %+v, want %+v", r, want)
+	}
+
+	// raft's own request for 11-12, after the leader's write: the early
+	// answer is its answer, and nothing more reaches the follower.
+	recv := b.bus.Stats().Received
+	if resp := send(raftsOwn(10, logs, 10)); !reflect.DeepEqual(resp, okUpTo(12)) {
+		t.Fatalf("raft's request answered %+v, want the early answer %+v", resp, okUpTo(12))
+	}
+	if n := b.bus.Stats().Received; n != recv {
+		t.Fatalf("the follower received %d requests after the early one, want none", n-recv)
+	}
+	if n := a.bus.Stats().EarlyAnswered; n != 1 {
+		t.Fatalf("EarlyAnswered %d, want 1", n)
+	}
+
+	// A batch that skips an entry (14 while b has 12) is not sent early.
+	tr.ReplicateEarly(5, 12, earlyLogs(5, 14, 14))
+	if n := early(); n != 1 {
+		t.Fatalf("%d early requests, want 1: a gap went early", n)
+	}
+
+	// An early request refused (say b's log lost its match) turns early
+	// sends off; raft's own request for the entry goes to the follower.
+	got = answer(t, follower, &raft.AppendEntriesResponse{Term: 5, LastLog: 12, Success: false})
+	tr.ReplicateEarly(5, 12, earlyLogs(5, 13, 13))
+	if r := <-got; r == nil || r.PrevLogEntry != 12 {
+		t.Fatalf("early request for 13: %+v", r)
+	}
+	waitBus(t, "the refused early request counted", func() bool { return a.bus.Stats().EarlyFailed == 1 })
+	tr.ReplicateEarly(5, 12, earlyLogs(5, 14, 14))
+	if n := early(); n != 2 {
+		t.Fatalf("%d early requests, want 2: sent early after a refusal", n)
+	}
+	got = answer(t, follower, okUpTo(13))
+	if resp := send(raftsOwn(12, earlyLogs(5, 13, 13), 12)); !resp.Success || resp.LastLog != 13 {
+		t.Fatalf("raft's own request for 13 answered %+v", resp)
+	}
+	if r := <-got; r == nil || r.PrevLogEntry != 12 || r.LeaderCommitIndex != 12 {
+		t.Fatalf("raft's own request for 13 reached the follower as %+v", r)
+	}
+
+	// That success turns them on again, in the same term only.
+	got = answer(t, follower, okUpTo(14))
+	tr.ReplicateEarly(5, 13, earlyLogs(5, 14, 14))
+	if r := <-got; r == nil || r.PrevLogEntry != 13 {
+		t.Fatalf("early request for 14 after raft's success: %+v", r)
+	}
+	tr.ReplicateEarly(14, 13, earlyLogs(6, 15, 15))
+	if n := early(); n != 3 {
+		t.Fatalf("%d early requests, want 3: a new term's entries went early before raft replicated in it", n)
+	}
+}
+
+// TestEarlyReplicationInACluster: in a 3-node cluster on the raft bus
+// with early replication, a shard's writes reach its followers early and
+// raft's own AppendEntries are answered by those early requests, while
+// every replica ends with every write; without it, nothing goes early.
+func TestEarlyReplicationInACluster(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		t.Run(fmt.Sprintf("EarlyReplication=%v", on), func(t *testing.T) {
+			tc := startCluster(t, 3, 1, func(c *Config) { c.RaftBus, c.EarlyReplication = true, on })
+			defer tc.close()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			const writes = 30
+			for v := 1; v <= writes; v++ {
+				if err := tc.submitFollowing(ctx, 0, v); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, n := range tc.nodes {
+				if err := waitStale(ctx, n, 0, writes); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var sum RaftBusStats
+			for _, n := range tc.nodes {
+				st := n.BusStats().RaftBus
+				sum.Early += st.Early
+				sum.EarlyAnswered += st.EarlyAnswered
+				sum.EarlyFailed += st.EarlyFailed
+			}
+			t.Logf("early %d, answered %d, failed %d", sum.Early, sum.EarlyAnswered, sum.EarlyFailed)
+			if !on {
+				if sum.Early != 0 || sum.EarlyAnswered != 0 {
+					t.Fatalf("early replication off, yet %+v", sum)
+				}
+				return
+			}
+			// Each write goes to two followers; the first after each
+			// follower's first success may not go early.
+			if sum.Early < writes || sum.EarlyAnswered < writes {
+				t.Fatalf("%d writes: %d early requests, %d raft requests answered by them", writes, sum.Early, sum.EarlyAnswered)
+			}
+		})
+	}
+}
