@@ -22,22 +22,29 @@ import (
 // to be caught up to the entry before it.
 //
 // Why it is safe: the request is one the leader could have sent (its
-// header, term, the entries it is appending with the term of the entry
-// before them, and no commit index, which a follower ignores), so the
+// header and term, the entries it is appending with the term of the entry
+// before them, and a commit index raft reports committed), so the
 // follower checks and stores it as it would raft's own: only if its log
-// matches up to the previous entry. The leader does nothing with the
-// answer but decide whether to keep sending early: commitment still
-// counts only raft's own AppendEntries, sent after the leader's write,
-// whose answers (a follower answers success only once the entries are on
-// its disk) are unchanged. What changes is that raft's request usually
-// finds the entries already stored (the follower skips duplicates), so it
-// is answered once the early write ends: an entry commits after
-// max(leader's write, follower's write) rather than their sum.
+// matches up to the previous entry, answering success once the entries are
+// on its disk. Raft's own AppendEntries for those entries, sent as ever
+// after the leader's write, is then answered with that success instead of
+// being sent (answered): the same term, previous entry and entries, so the
+// same fact, that the follower durably holds the leader's log up to the
+// last of them; it is a raft answer that arrived early, as a delayed
+// network answer could. Otherwise raft's request goes as usual, and the
+// follower skips what it already has. Commitment thus counts the leader
+// once its own write is durable and a follower once it answered success,
+// as before; what changes is when the follower's write starts: an entry
+// commits after the slower of the two writes rather than their sum. A
+// follower's commit index lags a batch, as with raft's own requests (each
+// carries the index of before its entries), and raft's commit-timeout
+// request, which carries no entries, is never answered early.
 //
 // Which followers: one whose last answer to raft's own AppendEntries (not
-// a heartbeat) in the leader's term was success, within earlyFresh, and
-// whose log, counting what was sent early since, ends exactly before the
-// batch. Anything else (a follower catching up, an early request
+// a heartbeat) in the leader's term was success, within earlyFresh, whose
+// log, counting what was sent early since, ends exactly before the batch,
+// and that has answered the last early request (one in flight per
+// follower, as raft's own replication has). Anything else (a follower catching up, an early request
 // refused, a new term) stops early sends to that follower until raft's
 // replication catches it up again.
 
@@ -67,6 +74,19 @@ type earlyCall struct {
 	done                               chan struct{}
 	ok                                 bool // the follower answered success
 	resp                               raft.AppendEntriesResponse
+}
+
+// unanswered reports whether c is an early request still under way.
+func (c *earlyCall) unanswered() bool {
+	if c == nil {
+		return false
+	}
+	select {
+	case <-c.done:
+		return false
+	default:
+		return true
+	}
 }
 
 // earlyPeers are a group's followers as early replication tracks them.
@@ -122,7 +142,7 @@ func (e *earlyPeers) take(prevTerm, commit uint64, logs []*raft.Log, sends []ear
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for id, p := range e.peers {
-		if p.term != term || p.through != prev || now.Sub(p.fresh) > earlyFresh {
+		if p.term != term || p.through != prev || now.Sub(p.fresh) > earlyFresh || p.pending.unanswered() {
 			continue
 		}
 		p.through = last
@@ -138,42 +158,65 @@ func (e *earlyPeers) take(prevTerm, commit uint64, logs []*raft.Log, sends []ear
 // ReplicateEarly sends logs, which this group's leader is about to write,
 // to its caught-up followers over the raft bus (fsm.Config.EarlyReplicate),
 // with commit, an index the leader knows committed. It runs on raft's main
-// goroutine: it never dials, and the answers are awaited elsewhere.
+// goroutine, so it only decides: a goroutine of the batch's own sends the
+// requests and awaits the answers, so that a follower whose connection
+// stalls never holds up the leader.
 func (t *busTransport) ReplicateEarly(prevTerm, commit uint64, logs []*raft.Log) {
+	t.replicateEarly(prevTerm, commit, logs)
+}
+
+// replicateEarly is ReplicateEarly, returning how many followers it sends
+// logs to.
+func (t *busTransport) replicateEarly(prevTerm, commit uint64, logs []*raft.Log) int {
 	select {
 	case <-t.closeCh:
-		return
+		return 0
 	default:
 	}
-	var buf [4]earlySend
-	sends := t.early.take(prevTerm, commit, logs, buf[:0])
+	sends := t.early.take(prevTerm, commit, logs, nil)
+	if len(sends) > 0 {
+		go t.sendEarly(sends) // bounded: the bus timeout, or the transport's Close
+	}
+	return len(sends)
+}
+
+// sendEarly sends the early requests and records their answers.
+func (t *busTransport) sendEarly(sends []earlySend) {
 	b := t.rb
+	type started struct {
+		pc   *peerConn
+		id   uint64
+		c    *busCall
+		resp *raft.AppendEntriesResponse
+	}
+	calls := make([]started, len(sends))
 	for i := range sends {
 		s := &sends[i]
-		var pc *peerConn
 		if p, err := t.peer(s.id, s.target); err == nil {
-			pc = p.live()
+			calls[i].pc = p.live() // never dials: a follower without a connection gets raft's requests
 		}
-		if pc == nil {
-			t.early.finish(s.id, s.call, nil)
+		if calls[i].pc == nil {
 			continue
 		}
 		resp := new(raft.AppendEntriesResponse)
-		id, c, err := pc.start(t.group.id, &s.req, resp)
+		id, c, err := calls[i].pc.start(t.group.id, &s.req, resp)
 		if err != nil {
-			t.early.finish(s.id, s.call, nil)
+			calls[i].pc = nil
 			continue
 		}
 		b.stats.early.Add(1)
-		sid, call := s.id, s.call
-		go func() { // bounded: the bus timeout, or the transport's Close
-			if err := pc.wait(id, c, b.timeout, t.closeCh); err != nil {
+		calls[i].id, calls[i].c, calls[i].resp = id, c, resp
+	}
+	for i, c := range calls {
+		resp := c.resp
+		if c.pc != nil {
+			if err := c.pc.wait(c.id, c.c, b.timeout, t.closeCh); err != nil {
 				resp = nil
 			}
-			if !t.early.finish(sid, call, resp) {
-				b.stats.earlyFailed.Add(1)
-			}
-		}()
+		}
+		if !t.early.finish(sends[i].id, sends[i].call, resp) && c.pc != nil {
+			b.stats.earlyFailed.Add(1)
+		}
 	}
 }
 

@@ -40,7 +40,8 @@ func waitBus(t *testing.T, what string, cond func() bool) {
 //     follower's answer to the early one, without reaching the follower;
 //   - an early request that fails turns early sends off, and raft's own
 //     request for its entries is sent as usual; a batch that does not
-//     continue what the follower has is not sent early.
+//     continue what the follower has is not sent early, nor one while the
+//     last early request is unanswered, nor one of another term.
 func TestEarlyAppendStandsForRaftsOwn(t *testing.T) {
 	a, b := newBusNode(t, 5*time.Second, 3), newBusNode(t, 5*time.Second, 3)
 	tr, follower := a.trs[3], b.trs[3].Consumer()
@@ -60,12 +61,14 @@ func TestEarlyAppendStandsForRaftsOwn(t *testing.T) {
 		}
 		return &resp
 	}
-	early := func() uint64 { return a.bus.Stats().Early }
-
-	tr.ReplicateEarly(5, 9, earlyLogs(5, 10, 10))
-	if n := early(); n != 0 {
-		t.Fatalf("%d early requests to a follower raft never replicated to", n)
+	early := func(prevTerm, commit uint64, logs []*raft.Log, want int) {
+		t.Helper()
+		if n := tr.replicateEarly(prevTerm, commit, logs); n != want {
+			t.Fatalf("entries %d-%d of term %d went early to %d followers, want %d", logs[0].Index, logs[len(logs)-1].Index, logs[0].Term, n, want)
+		}
 	}
+
+	early(5, 9, earlyLogs(5, 10, 10), 0) // raft never replicated to b
 
 	// raft's own AppendEntries of entry 10, answered: b matches up to 10.
 	got := answer(t, follower, okUpTo(10))
@@ -77,7 +80,7 @@ func TestEarlyAppendStandsForRaftsOwn(t *testing.T) {
 	// The leader is about to write 11 and 12: they go at once.
 	logs := earlyLogs(5, 11, 12)
 	got = answer(t, follower, okUpTo(12))
-	tr.ReplicateEarly(5, 10, logs)
+	early(5, 10, logs, 1)
 	r := <-got
 	if want := raftsOwn(10, logs, 10); !reflect.DeepEqual(r, want) {
 		t.Fatalf("early request %+v, want %+v", r, want)
@@ -97,23 +100,17 @@ func TestEarlyAppendStandsForRaftsOwn(t *testing.T) {
 	}
 
 	// A batch that skips an entry (14 while b has 12) is not sent early.
-	tr.ReplicateEarly(5, 12, earlyLogs(5, 14, 14))
-	if n := early(); n != 1 {
-		t.Fatalf("%d early requests, want 1: a gap went early", n)
-	}
+	early(5, 12, earlyLogs(5, 14, 14), 0)
 
 	// An early request refused (say b's log lost its match) turns early
 	// sends off; raft's own request for the entry goes to the follower.
 	got = answer(t, follower, &raft.AppendEntriesResponse{Term: 5, LastLog: 12, Success: false})
-	tr.ReplicateEarly(5, 12, earlyLogs(5, 13, 13))
+	early(5, 12, earlyLogs(5, 13, 13), 1)
 	if r := <-got; r == nil || r.PrevLogEntry != 12 {
 		t.Fatalf("early request for 13: %+v", r)
 	}
 	waitBus(t, "the refused early request counted", func() bool { return a.bus.Stats().EarlyFailed == 1 })
-	tr.ReplicateEarly(5, 12, earlyLogs(5, 14, 14))
-	if n := early(); n != 2 {
-		t.Fatalf("%d early requests, want 2: sent early after a refusal", n)
-	}
+	early(5, 12, earlyLogs(5, 14, 14), 0)
 	got = answer(t, follower, okUpTo(13))
 	if resp := send(raftsOwn(12, earlyLogs(5, 13, 13), 12)); !resp.Success || resp.LastLog != 13 {
 		t.Fatalf("raft's own request for 13 answered %+v", resp)
@@ -122,15 +119,27 @@ func TestEarlyAppendStandsForRaftsOwn(t *testing.T) {
 		t.Fatalf("raft's own request for 13 reached the follower as %+v", r)
 	}
 
-	// That success turns them on again, in the same term only.
+	// That success turns them on again. One early request is in flight
+	// per follower: while 14 is unanswered, 15 waits for raft's own.
+	early(5, 13, earlyLogs(5, 14, 14), 1)
+	early(5, 13, earlyLogs(5, 15, 15), 0)
 	got = answer(t, follower, okUpTo(14))
-	tr.ReplicateEarly(5, 13, earlyLogs(5, 14, 14))
 	if r := <-got; r == nil || r.PrevLogEntry != 13 {
 		t.Fatalf("early request for 14 after raft's success: %+v", r)
 	}
-	tr.ReplicateEarly(14, 13, earlyLogs(6, 15, 15))
-	if n := early(); n != 3 {
-		t.Fatalf("%d early requests, want 3: a new term's entries went early before raft replicated in it", n)
+	waitBus(t, "the early request for 14 answered", func() bool {
+		tr.early.mu.Lock()
+		defer tr.early.mu.Unlock()
+		return !tr.early.peers["b"].pending.unanswered()
+	})
+	early(5, 13, earlyLogs(5, 15, 15), 1)
+	got = answer(t, follower, okUpTo(15))
+	<-got
+
+	// Only in the term raft replicated in.
+	early(5, 14, earlyLogs(6, 16, 16), 0)
+	if st := a.bus.Stats(); st.Early != 4 || st.EarlyFailed != 1 {
+		t.Fatalf("early requests %d, refused %d; want 4 and 1", st.Early, st.EarlyFailed)
 	}
 }
 
