@@ -29,12 +29,11 @@ type Config struct {
 	// EarlyReplicate, if set, is handed every batch of entries this replica
 	// is about to write to its log as the group's leader, with the term of
 	// the entry before them and the group's commit index, before the write
-	// starts. It runs on raft's
-	// main goroutine and must not block: the transport sends the entries
-	// to followers that are known to be caught up, so that their log
-	// writes run while the leader's does (cluster's busTransport). Raft's
-	// own replication still follows the leader's write, and only its
-	// answers count towards commitment.
+	// starts. It runs on raft's main goroutine and must not block. The
+	// transport sends the entries to caught-up followers, so that their log
+	// writes run while the leader's does (cluster's early.go); the leader
+	// still counts itself towards commitment only once its own write is
+	// durable.
 	EarlyReplicate func(prevTerm, commit uint64, logs []*raft.Log)
 	// Logger receives this shard's own logs (with a "shard" attribute
 	// added). nil means slog.Default().
