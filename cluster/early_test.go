@@ -138,9 +138,10 @@ func TestEarlyAppendStandsForRaftsOwn(t *testing.T) {
 
 	// Only in the term raft replicated in.
 	early(5, 14, earlyLogs(6, 16, 16), 0)
-	if st := a.bus.Stats(); st.Early != 4 || st.EarlyFailed != 1 {
-		t.Fatalf("early requests %d, refused %d; want 4 and 1", st.Early, st.EarlyFailed)
-	}
+	waitBus(t, "4 early requests counted, 1 refused", func() bool {
+		st := a.bus.Stats()
+		return st.Early == 4 && st.EarlyFailed == 1
+	})
 }
 
 // TestEarlyReplicationInACluster: in a 3-node cluster on the raft bus
