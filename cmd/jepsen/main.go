@@ -34,6 +34,7 @@ import (
 	"github.com/raftstream/raftstream/jepsen/checker"
 	"github.com/raftstream/raftstream/jepsen/external"
 	"github.com/raftstream/raftstream/jepsen/history"
+	"github.com/raftstream/raftstream/jepsen/local"
 	"github.com/raftstream/raftstream/jepsen/netns"
 	"github.com/raftstream/raftstream/jepsen/report"
 	"github.com/raftstream/raftstream/jepsen/runner"
@@ -198,7 +199,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 // interruptible returns a context that the first SIGINT or SIGTERM ends:
 // the run under way then stops its faulty phase, heals, runs its final
 // phase and is checked, and no further run begins. A second signal ends the
-// process at once (the default action). stop releases the signals.
+// process at once, after killing (by PID) the servers it started and
+// reaping them, so that none is left running; the exit status is the
+// shell's for a process the signal ended (128 + its number). stop releases
+// the signals.
 func interruptible(stderr io.Writer) (ctx context.Context, stop func()) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	sig := make(chan os.Signal, 1)
@@ -207,9 +211,20 @@ func interruptible(stderr io.Writer) (ctx context.Context, stop func()) {
 	go func() {
 		select {
 		case s := <-sig:
-			signal.Stop(sig)
 			fmt.Fprintf(stderr, "jepsen: %v: healing and checking the run under way (signal again to stop at once)\n", s)
 			cancel(fmt.Errorf("interrupted (%v)", s))
+		case <-done:
+			return
+		}
+		select {
+		case s := <-sig:
+			fmt.Fprintf(stderr, "jepsen: %v: stopping at once; killing the servers this run started\n", s)
+			local.KillAll(10 * time.Second)
+			code := 1
+			if n, ok := s.(syscall.Signal); ok {
+				code = 128 + int(n)
+			}
+			os.Exit(code)
 		case <-done:
 		}
 	}()

@@ -44,6 +44,50 @@ type process struct {
 	err  error         // how it ended (cmd.Wait); read after exit is closed
 }
 
+// running are the processes started and not yet reaped, in this process.
+var running = processSet{m: map[*process]struct{}{}}
+
+type processSet struct {
+	mu sync.Mutex
+	m  map[*process]struct{}
+}
+
+func (s *processSet) add(p *process) {
+	s.mu.Lock()
+	s.m[p] = struct{}{}
+	s.mu.Unlock()
+}
+
+func (s *processSet) remove(p *process) {
+	s.mu.Lock()
+	delete(s.m, p)
+	s.mu.Unlock()
+}
+
+// KillAll sends SIGKILL, by PID, to every process a Node of this program
+// started that has not been reaped, and waits (up to timeout) until they
+// are: for a program that must end at once (cmd/jepsen's second signal)
+// without leaving its servers behind.
+func KillAll(timeout time.Duration) {
+	running.mu.Lock()
+	ps := make([]*process, 0, len(running.m))
+	for p := range running.m {
+		ps = append(ps, p)
+	}
+	running.mu.Unlock()
+	for _, p := range ps {
+		_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	}
+	deadline := time.After(timeout)
+	for _, p := range ps {
+		select {
+		case <-p.exit:
+		case <-deadline:
+			return
+		}
+	}
+}
+
 // ended reports whether the process has been reaped.
 func (p *process) ended() bool {
 	select {
@@ -132,8 +176,10 @@ func (n *Node) Start(timeout time.Duration) error {
 		return fmt.Errorf("node %s: %w", n.Name, err)
 	}
 	p := &process{cmd: cmd, exit: make(chan struct{})}
+	running.add(p)
 	go func() {
 		p.err = cmd.Wait()
+		running.remove(p)
 		lf.Close()
 		close(p.exit)
 	}()

@@ -113,3 +113,30 @@ func TestNodeWithPasswordStarts(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestKillAll: KillAll ends every running node this program started (two
+// here), by PID, and returns once they are reaped; a node stopped before
+// keeps its own exit.
+func TestKillAll(t *testing.T) {
+	a, b, c := redisNode(t), redisNode(t), redisNode(t)
+	for _, n := range []*local.Node{a, b, c} {
+		if err := n.Start(5 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Stop(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	local.KillAll(10 * time.Second)
+	for _, n := range []*local.Node{a, b} {
+		if n.Running() || local.Ping(n.Addr()) == nil {
+			t.Fatalf("%s still serves after KillAll", n.Addr())
+		}
+		if err := n.ExitErr(); err == nil || err.Error() != "signal: killed" {
+			t.Fatalf("%s after KillAll: ExitErr %v", n.Addr(), err)
+		}
+	}
+	if err := c.ExitErr(); err != nil { // redis-server exits 0 on SIGTERM
+		t.Fatalf("the node stopped before KillAll: ExitErr %v, want its clean exit", err)
+	}
+}
