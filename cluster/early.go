@@ -70,10 +70,10 @@ type earlyPeer struct {
 // earlyCall is one early request to a follower and, once done is closed,
 // its outcome.
 type earlyCall struct {
-	term, prev, prevTerm, last, commit uint64
-	done                               chan struct{}
-	ok                                 bool // the follower answered success
-	resp                               raft.AppendEntriesResponse
+	term, prev, prevTerm, last uint64
+	done                       chan struct{}
+	ok                         bool // the follower answered success
+	resp                       raft.AppendEntriesResponse
 }
 
 // unanswered reports whether c is an early request still under way.
@@ -146,7 +146,7 @@ func (e *earlyPeers) take(prevTerm, commit uint64, logs []*raft.Log, sends []ear
 			continue
 		}
 		p.through = last
-		p.pending = &earlyCall{term: term, prev: prev, prevTerm: prevTerm, last: last, commit: commit, done: make(chan struct{})}
+		p.pending = &earlyCall{term: term, prev: prev, prevTerm: prevTerm, last: last, done: make(chan struct{})}
 		sends = append(sends, earlySend{id: id, target: p.target, call: p.pending, req: raft.AppendEntriesRequest{
 			RPCHeader: p.header, Term: term, Leader: p.leader,
 			PrevLogEntry: prev, PrevLogTerm: prevTerm, Entries: logs, LeaderCommitIndex: commit,
@@ -238,14 +238,14 @@ func (e *earlyPeers) finish(id raft.ServerID, call *earlyCall, resp *raft.Append
 }
 
 // answered fills resp with the follower's answer to the early request
-// that carried exactly what args carries (the same term, previous entry
-// and entries, and a commit index at least as high), waiting for it if it
+// that carried what args carries (the same term, previous entry and
+// entries; the commit index may be older, see above), waiting for it if it
 // is still under way; false, with resp untouched, when there is none or it
 // did not succeed (raft's request is then sent as usual). That answer is
 // the follower's to args as well: it stored those entries, after a
-// matching previous entry, in args' term, and learned as much of the
-// commit index. It is what the follower would answer args with (success,
-// having skipped the entries it already has), given earlier.
+// matching previous entry, in args' term. It is what the follower would
+// answer args with (success, having skipped the entries it already has),
+// given earlier.
 func (e *earlyPeers) answered(id raft.ServerID, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse, timeout time.Duration, stop <-chan struct{}) bool {
 	if len(args.Entries) == 0 {
 		return false
