@@ -133,24 +133,30 @@ const (
 	gatherEnv = "RAFTSTREAM_GATHER"
 )
 
+// onUnlessOff reads the on/off switch in the environment variable name:
+// on when unset, empty or "on", off when "off", an error otherwise.
+func onUnlessOff(name string) (bool, error) {
+	switch v := os.Getenv(name); v {
+	case "", "on":
+		return true, nil
+	case "off":
+		return false, nil
+	default:
+		return false, fmt.Errorf("%s=%q: want on or off", name, v)
+	}
+}
+
 // readEnvSwitches fills o's environment-only settings; an empty variable is
 // unset.
 func readEnvSwitches(o *options) error {
 	o.raftLogStore = os.Getenv(logStoreEnv)
 	o.debugLogStoreFaultFile = os.Getenv(logStoreFaultEnv)
-	switch v := os.Getenv(raftBusEnv); v {
-	case "", "on":
-		o.raftBus = true
-	case "off":
-	default:
-		return fmt.Errorf("%s=%q: want on or off", raftBusEnv, v)
+	var err error
+	if o.raftBus, err = onUnlessOff(raftBusEnv); err != nil {
+		return err
 	}
-	switch v := os.Getenv(earlyReplicationEnv); v {
-	case "", "on":
-		o.earlyReplication = true
-	case "off":
-	default:
-		return fmt.Errorf("%s=%q: want on or off", earlyReplicationEnv, v)
+	if o.earlyReplication, err = onUnlessOff(earlyReplicationEnv); err != nil {
+		return err
 	}
 	if v := os.Getenv(nodeLogSegmentEnv); v != "" {
 		b, err := strconv.ParseInt(v, 10, 64)
