@@ -158,9 +158,9 @@ func (e *earlyPeers) take(prevTerm, commit uint64, logs []*raft.Log, sends []ear
 // ReplicateEarly sends logs, which this group's leader is about to write,
 // to its caught-up followers over the raft bus (fsm.Config.EarlyReplicate),
 // with commit, an index the leader knows committed. It runs on raft's main
-// goroutine, so it only decides: a goroutine of the batch's own sends the
-// requests and awaits the answers, so that a follower whose connection
-// stalls never holds up the leader.
+// goroutine, so it only decides: a goroutine per follower sends the request
+// and awaits the answer, so that a follower whose connection stalls holds
+// up neither the leader nor the early answers of the others.
 func (t *busTransport) ReplicateEarly(prevTerm, commit uint64, logs []*raft.Log) {
 	t.replicateEarly(prevTerm, commit, logs)
 }
@@ -174,49 +174,33 @@ func (t *busTransport) replicateEarly(prevTerm, commit uint64, logs []*raft.Log)
 	default:
 	}
 	sends := t.early.take(prevTerm, commit, logs, nil)
-	if len(sends) > 0 {
-		go t.sendEarly(sends) // bounded: the bus timeout, or the transport's Close
+	for i := range sends {
+		go t.sendEarly(&sends[i]) // bounded: the bus timeout, or the transport's Close
 	}
 	return len(sends)
 }
 
-// sendEarly sends the early requests and records their answers.
-func (t *busTransport) sendEarly(sends []earlySend) {
+// sendEarly sends one early request and records its answer.
+func (t *busTransport) sendEarly(s *earlySend) {
 	b := t.rb
-	type started struct {
-		pc   *peerConn
-		id   uint64
-		c    *busCall
-		resp *raft.AppendEntriesResponse
+	var resp *raft.AppendEntriesResponse
+	var pc *peerConn
+	if p, err := t.peer(s.id, s.target); err == nil {
+		pc = p.live() // never dials: a follower without a connection gets raft's requests
 	}
-	calls := make([]started, len(sends))
-	for i := range sends {
-		s := &sends[i]
-		if p, err := t.peer(s.id, s.target); err == nil {
-			calls[i].pc = p.live() // never dials: a follower without a connection gets raft's requests
-		}
-		if calls[i].pc == nil {
-			continue
-		}
-		resp := new(raft.AppendEntriesResponse)
-		id, c, err := calls[i].pc.start(t.group.id, &s.req, resp)
-		if err != nil {
-			calls[i].pc = nil
-			continue
-		}
-		b.stats.early.Add(1)
-		calls[i].id, calls[i].c, calls[i].resp = id, c, resp
-	}
-	for i, c := range calls {
-		resp := c.resp
-		if c.pc != nil {
-			if err := c.pc.wait(c.id, c.c, b.timeout, t.closeCh); err != nil {
-				resp = nil
+	if pc != nil {
+		r := new(raft.AppendEntriesResponse)
+		if id, c, err := pc.start(t.group.id, &s.req, r); err != nil {
+			pc = nil
+		} else {
+			b.stats.early.Add(1)
+			if pc.wait(id, c, b.timeout, t.closeCh) == nil {
+				resp = r
 			}
 		}
-		if !t.early.finish(sends[i].id, sends[i].call, resp) && c.pc != nil {
-			b.stats.earlyFailed.Add(1)
-		}
+	}
+	if !t.early.finish(s.id, s.call, resp) && pc != nil {
+		b.stats.earlyFailed.Add(1)
 	}
 }
 

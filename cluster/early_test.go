@@ -144,6 +144,83 @@ func TestEarlyAppendStandsForRaftsOwn(t *testing.T) {
 	})
 }
 
+// TestEarlyStalledFollowerHoldsUpNoOther: with one follower answering and
+// three whose raft has stalled (their early requests go unanswered), raft's
+// own request to the answering follower gets its early answer at once, not
+// after the stalled ones' bus timeout; in each of three rounds, once the
+// stalled ones answer, all four get the next batch early again.
+func TestEarlyStalledFollowerHoldsUpNoOther(t *testing.T) {
+	const busTimeout = 5 * time.Second
+	a := newBusNode(t, busTimeout, 3)
+	tr := a.trs[3]
+	names := []raft.ServerID{"b", "c", "d", "e"} // b answers; c, d, e stall
+	followers := map[raft.ServerID]*busNode{}
+	for _, id := range names {
+		followers[id] = newBusNode(t, busTimeout, 3)
+	}
+	target := func(id raft.ServerID) raft.ServerAddress {
+		return raft.ServerAddress(followers[id].mux.Addr().String())
+	}
+	hdr := raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte("a"), Addr: []byte("a:1")}
+	okUpTo := func(last uint64) *raft.AppendEntriesResponse {
+		return &raft.AppendEntriesResponse{Term: 5, LastLog: last, Success: true}
+	}
+	raftsOwn := func(prev uint64, logs []*raft.Log) *raft.AppendEntriesRequest {
+		return &raft.AppendEntriesRequest{RPCHeader: hdr, Term: 5, Leader: []byte("a:1"), PrevLogEntry: prev, PrevLogTerm: 5, Entries: logs, LeaderCommitIndex: prev}
+	}
+	send := func(id raft.ServerID, req *raft.AppendEntriesRequest) (*raft.AppendEntriesResponse, time.Duration) {
+		t.Helper()
+		var resp raft.AppendEntriesResponse
+		t0 := time.Now()
+		if err := tr.AppendEntries(id, target(id), req, &resp); err != nil {
+			t.Fatal(err)
+		}
+		return &resp, time.Since(t0)
+	}
+	// raft's own AppendEntries of entry 10 to each: all match up to 10.
+	for _, id := range names {
+		got := answer(t, followers[id].trs[3].Consumer(), okUpTo(10))
+		send(id, raftsOwn(9, earlyLogs(5, 10, 10)))
+		if r := <-got; r == nil {
+			t.Fatalf("raft's own request never reached %s", id)
+		}
+	}
+	for round, last := 0, uint64(10); round < 3; round, last = round+1, last+1 {
+		logs := earlyLogs(5, last+1, last+1)
+		stalled := map[raft.ServerID]raft.RPC{} // early requests held unanswered
+		got := answer(t, followers["b"].trs[3].Consumer(), okUpTo(last+1))
+		if n := tr.replicateEarly(5, last, logs); n != len(names) {
+			t.Fatalf("round %d: entry %d went early to %d followers, want %d", round, last+1, n, len(names))
+		}
+		if r := <-got; r == nil {
+			t.Fatalf("round %d: no early request reached b", round)
+		}
+		for _, id := range names[1:] {
+			select {
+			case rpc := <-followers[id].trs[3].Consumer():
+				stalled[id] = rpc
+			case <-time.After(10 * time.Second):
+				t.Fatalf("round %d: no early request reached %s", round, id)
+			}
+		}
+		resp, took := send("b", raftsOwn(last, logs))
+		if !reflect.DeepEqual(resp, okUpTo(last+1)) {
+			t.Fatalf("round %d: raft's request to b answered %+v, want the early answer", round, resp)
+		}
+		if took > busTimeout/2 {
+			t.Fatalf("round %d: raft's request to b took %v: held up by the stalled followers", round, took)
+		}
+		for id, rpc := range stalled { // they wake up and answer
+			rpc.Respond(okUpTo(last+1), nil)
+			waitBus(t, fmt.Sprintf("%s's early answer recorded", id), func() bool {
+				tr.early.mu.Lock()
+				defer tr.early.mu.Unlock()
+				return !tr.early.peers[id].pending.unanswered()
+			})
+		}
+	}
+}
+
 // TestEarlyReplicationInACluster: in a 3-node cluster on the raft bus
 // with early replication, a shard's writes reach its followers early and
 // raft's own AppendEntries are answered by those early requests, while
