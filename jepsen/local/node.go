@@ -48,14 +48,30 @@ type process struct {
 var running = processSet{m: map[*process]struct{}{}}
 
 type processSet struct {
-	mu sync.Mutex
-	m  map[*process]struct{}
+	mu     sync.Mutex
+	m      map[*process]struct{}
+	closed bool // KillAll ran: no process starts any more
 }
 
-func (s *processSet) add(p *process) {
+// errKilled is Start's error once KillAll has run.
+var errKilled = errors.New("the program is killing its processes: no new ones start")
+
+// start starts cmd and adds its process to the set, in one step under the
+// set's lock, so that KillAll sees every process started before it and
+// none starts after it (one started while the program ends would outlive
+// it).
+func (s *processSet) start(cmd *exec.Cmd) (*process, error) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errKilled
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &process{cmd: cmd, exit: make(chan struct{})}
 	s.m[p] = struct{}{}
-	s.mu.Unlock()
+	return p, nil
 }
 
 func (s *processSet) remove(p *process) {
@@ -67,9 +83,11 @@ func (s *processSet) remove(p *process) {
 // KillAll sends SIGKILL, by PID, to every process a Node of this program
 // started that has not been reaped, and waits (up to timeout) until they
 // are: for a program that must end at once (cmd/jepsen's second signal)
-// without leaving its servers behind.
+// without leaving its servers behind. From then on Start fails, so that a
+// goroutine still restarting a node cannot leave one running either.
 func KillAll(timeout time.Duration) {
 	running.mu.Lock()
+	running.closed = true
 	ps := make([]*process, 0, len(running.m))
 	for p := range running.m {
 		ps = append(ps, p)
@@ -170,13 +188,12 @@ func (n *Node) Start(timeout time.Duration) error {
 	cmd := exec.Command(n.Bin, args...)
 	cmd.Dir = n.Dir
 	cmd.Stdout, cmd.Stderr = lf, lf
-	if err := cmd.Start(); err != nil {
+	p, err := running.start(cmd)
+	if err != nil {
 		lf.Close()
 		n.mu.Unlock()
 		return fmt.Errorf("node %s: %w", n.Name, err)
 	}
-	p := &process{cmd: cmd, exit: make(chan struct{})}
-	running.add(p)
 	go func() {
 		p.err = cmd.Wait()
 		running.remove(p)

@@ -3,6 +3,7 @@ package local_test
 import (
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -116,7 +117,7 @@ func TestNodeWithPasswordStarts(t *testing.T) {
 
 // TestKillAll: KillAll ends every running node this program started (two
 // here), by PID, and returns once they are reaped; a node stopped before
-// keeps its own exit.
+// keeps its own exit, and does not start again.
 func TestKillAll(t *testing.T) {
 	a, b, c := redisNode(t), redisNode(t), redisNode(t)
 	for _, n := range []*local.Node{a, b, c} {
@@ -127,7 +128,16 @@ func TestKillAll(t *testing.T) {
 	if err := c.Stop(5 * time.Second); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(local.ReopenAfterKillAll)
 	local.KillAll(10 * time.Second)
+	// Nothing starts after it: a goroutine still restarting a node while
+	// the program ends would leave that node running.
+	if err := c.Start(5 * time.Second); err == nil || !strings.Contains(err.Error(), "no new ones start") {
+		t.Fatalf("Start after KillAll: %v, want it refused", err)
+	}
+	if c.Running() || local.Ping(c.Addr()) == nil {
+		t.Fatalf("%s serves after KillAll refused its start", c.Addr())
+	}
 	for _, n := range []*local.Node{a, b} {
 		if n.Running() || local.Ping(n.Addr()) == nil {
 			t.Fatalf("%s still serves after KillAll", n.Addr())
