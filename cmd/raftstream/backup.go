@@ -30,7 +30,8 @@ const backupUsage = `Usage: raftstream backup --addr host:port --out FILE [--pas
 Copies every shard of a running raftstream node or cluster into FILE, while writes go on.
 Each shard is copied on its leader at a linearizable point: every write acknowledged before
 the backup began is in the copy; writes made while it runs may or may not be, shard by shard
-(there is no cross-shard atomicity). FILE holds a manifest (versions, times, the source's
+(there is no cross-shard atomicity). It waits while a slot move is in flight, and starts
+again when slots moved while it ran (at most 5 times), so every slot is in one shard's copy. FILE holds a manifest (versions, times, the source's
 nodes, per shard its slots, log index and term, size and SHA-256); raftstream restore refuses
 a file that is partial, truncated or damaged. FILE is written as FILE.partial and renamed
 when complete; an existing FILE is refused.
@@ -131,20 +132,94 @@ func passwordFlags(fs *flag.FlagSet, pass *string) {
 	fs.StringVar(pass, "requirepass", def, "the same as --password")
 }
 
-// runBackup copies every shard, one after another, into a new file.
+// maxBackupPasses bounds how often a backup starts again because slots
+// moved while it ran.
+const maxBackupPasses = 5
+
+// runBackup copies every shard, one after another, into a new file. Each
+// shard is cut at its own point, so a slot that moves between two cuts
+// would be in both shards' copies or in neither: a pass counts only if no
+// slot move was in flight when it began, the slot map epoch is the same
+// when it ends, and the shards' slots cover every slot once. Otherwise
+// the pass is dropped and the backup starts again (the shard policy moves
+// slots by itself), at most maxBackupPasses times.
 func runBackup(ctx context.Context, cfg backupConfig) (*backupResult, error) {
+	start := time.Now()
+	for pass := 1; ; pass++ {
+		epoch, err := settledSlots(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		res, moved, err := backupPass(ctx, cfg, epoch)
+		if err != nil || moved == "" {
+			if res != nil {
+				res.elapsed = time.Since(start)
+			}
+			return res, err
+		}
+		if pass == maxBackupPasses {
+			return nil, fmt.Errorf("slots moved during each of %d passes (the last: %s); take the backup once they stay put "+
+				"(raftstream slots status; raftstream shard policy --set off stops the policy's moves)", pass, moved)
+		}
+		fmt.Fprintf(cfg.progress, "backup: slots moved while it ran (%s); starting again\n", moved)
+	}
+}
+
+// settledSlots waits (up to the shard timeout) until no slot move is in
+// flight and returns the slot map epoch.
+func settledSlots(ctx context.Context, cfg backupConfig) (int64, error) {
+	deadline := time.Now().Add(cfg.shardTimeout)
+	for said := false; ; {
+		epoch, moves, err := slotLayout(cfg)
+		if err != nil || moves == 0 {
+			return epoch, err
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("%d slot move(s) still in flight after %v (raftstream slots status)", moves, cfg.shardTimeout)
+		}
+		if !said {
+			said = true
+			fmt.Fprintf(cfg.progress, "backup: waiting for %d slot move(s) in flight\n", moves)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// slotLayout asks cfg.addr for the slot map epoch and the moves in flight.
+func slotLayout(cfg backupConfig) (epoch int64, moves int, err error) {
+	c, err := adminDial(cfg.addr, cfg.pass, cfg.timeout)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer c.Close()
+	epoch, rows, err := slotStatus(c)
+	if err != nil {
+		return 0, 0, fmt.Errorf("RAFTSTREAM SLOTS STATUS: %w", err)
+	}
+	return epoch, len(rows), nil
+}
+
+// backupPass copies every shard into a new file, which it completes unless
+// slots moved meanwhile (the slot map epoch is no longer epoch, a move is
+// in flight, or the shards' slots do not cover every slot once): it then
+// removes the file and says what moved.
+func backupPass(ctx context.Context, cfg backupConfig, epoch int64) (*backupResult, string, error) {
 	start := time.Now()
 	nodes, rows, err := clusterStatus(cfg.addr, cfg.pass, cfg.timeout)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	version, err := serverVersion(cfg.addr, cfg.pass, cfg.timeout)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	w, err := backupfile.Create(cfg.out)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	done := false
 	defer func() {
@@ -159,24 +234,38 @@ func runBackup(ctx context.Context, cfg backupConfig) (*backupResult, error) {
 	}
 	b := &shardCopier{cfg: cfg, w: w, rows: rows}
 	var total int64
+	var shards []backupfile.Shard
 	// The shard count comes with the first shard's header.
 	for shard, count := 0, 1; shard < count; shard++ {
 		info, n, err := b.copy(ctx, shard)
 		if err != nil {
-			return nil, fmt.Errorf("shard %d: %w", shard, err)
+			return nil, "", fmt.Errorf("shard %d: %w", shard, err)
 		}
 		count = n
 		total += info.Bytes
+		shards = append(shards, info)
 		fmt.Fprintf(cfg.progress, "backup: shard %d/%d: %d bytes at index %d (term %d) from %s\n",
 			shard+1, count, info.Bytes, info.Index, info.Term, short(info.Node))
+	}
+	after, moves, err := slotLayout(cfg)
+	switch {
+	case err != nil:
+		return nil, "", err
+	case after != epoch:
+		return nil, fmt.Sprintf("slot map epoch %d, then %d", epoch, after), nil
+	case moves > 0:
+		return nil, fmt.Sprintf("%d slot move(s) in flight", moves), nil
+	}
+	if err := backupfile.CheckSlots(shards); err != nil {
+		return nil, err.Error(), nil
 	}
 	m.Completed = time.Now().UTC()
 	m.ShardCount = b.count
 	if m, err = w.Finish(m); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	done = true
-	return &backupResult{manifest: m, bytes: total, elapsed: time.Since(start)}, nil
+	return &backupResult{manifest: m, bytes: total}, "", nil
 }
 
 // shardCopier copies shards into a backup file, finding each one's leader

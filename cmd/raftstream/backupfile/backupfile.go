@@ -384,10 +384,6 @@ func checkManifest(m *Manifest, end int64) error {
 			len(m.Shards), m.ShardCount, missing)
 	}
 	off := int64(headerLen)
-	var owner [slots.Count]int
-	for i := range owner {
-		owner[i] = -1
-	}
 	for _, s := range m.Shards {
 		part := fmt.Sprintf("shard %d", s.Shard)
 		if s.Offset != off || s.Bytes < 0 {
@@ -397,24 +393,40 @@ func checkManifest(m *Manifest, end int64) error {
 		if d, err := hex.DecodeString(s.SHA256); err != nil || len(d) != sha256.Size {
 			return bad("manifest", "%s: SHA-256 %q is not 64 hex digits", part, s.SHA256)
 		}
+	}
+	if off != end {
+		return bad("manifest", "the shards end at offset %d, the manifest begins at %d", off, end)
+	}
+	if err := CheckSlots(m.Shards); err != nil {
+		return bad("manifest", "%s", err)
+	}
+	return nil
+}
+
+// CheckSlots checks that shards' slot ranges are valid and cover every
+// slot once: what a backup's shards, each cut at its own point, hold only
+// when no slot moved between their cuts.
+func CheckSlots(shards []Shard) error {
+	var owner [slots.Count]int
+	for i := range owner {
+		owner[i] = -1
+	}
+	for _, s := range shards {
 		for _, r := range s.Slots {
 			if r[0] < 0 || r[1] >= slots.Count || r[0] > r[1] {
-				return bad("manifest", "%s: slot range %d-%d", part, r[0], r[1])
+				return fmt.Errorf("shard %d: slot range %d-%d", s.Shard, r[0], r[1])
 			}
 			for sl := r[0]; sl <= r[1]; sl++ {
 				if owner[sl] >= 0 {
-					return bad("manifest", "slot %d is in shard %d and shard %d", sl, owner[sl], s.Shard)
+					return fmt.Errorf("slot %d is in shard %d and shard %d", sl, owner[sl], s.Shard)
 				}
 				owner[sl] = s.Shard
 			}
 		}
 	}
-	if off != end {
-		return bad("manifest", "the shards end at offset %d, the manifest begins at %d", off, end)
-	}
 	for sl, o := range owner {
 		if o < 0 {
-			return bad("manifest", "partial backup: slot %d is in no shard", sl)
+			return fmt.Errorf("partial backup: slot %d is in no shard", sl)
 		}
 	}
 	return nil
