@@ -31,10 +31,11 @@ Copies every shard of a running raftstream node or cluster into FILE, while writ
 Each shard is copied on its leader at a linearizable point: every write acknowledged before
 the backup began is in the copy; writes made while it runs may or may not be, shard by shard
 (there is no cross-shard atomicity). It waits while a slot move is in flight, and starts
-again when slots moved while it ran (at most 5 times), so every slot is in one shard's copy. FILE holds a manifest (versions, times, the source's
-nodes, per shard its slots, log index and term, size and SHA-256); raftstream restore refuses
-a file that is partial, truncated or damaged. FILE is written as FILE.partial and renamed
-when complete; an existing FILE is refused.
+again when slots moved while it ran (at most 5 times), so every slot is in one shard's copy.
+FILE holds a manifest (versions, times, the source's nodes, per shard its slots, log index
+and term, size and SHA-256); raftstream restore refuses a file that is partial, truncated or
+damaged. FILE is written as FILE.partial and renamed when complete; an existing FILE is
+refused.
 
 Flags:
 `
