@@ -14,31 +14,6 @@ import (
 	"github.com/raftstream/raftstream/slots"
 )
 
-// slotOwner is the shard that owns slot in addr's slot map (RAFTSTREAM
-// SLOTS STATUS).
-func slotOwner(t *testing.T, addr string, slot int) int {
-	t.Helper()
-	v, err := rsCall(addr, "RAFTSTREAM", "SLOTS", "STATUS")
-	if err != nil {
-		t.Fatal(err)
-	}
-	top, _ := v.([]any)
-	for i := 0; i+1 < len(top); i += 2 {
-		if top[i] != "map" {
-			continue
-		}
-		runs, _ := top[i+1].([]any)
-		for _, r := range runs {
-			run, _ := r.([]any)
-			if len(run) == 3 && run[0].(int64) <= int64(slot) && int64(slot) <= run[1].(int64) {
-				return int(run[2].(int64))
-			}
-		}
-	}
-	t.Fatalf("slot %d in no run of %v", slot, v)
-	return -1
-}
-
 // progressHook is a backup's progress output that runs fn, once, when a
 // line containing at appears, before the backup goes on.
 type progressHook struct {
@@ -82,7 +57,11 @@ func TestBackupStartsAgainWhenSlotsMove(t *testing.T) {
 		}
 	}
 	slot := slots.OfString(key)
-	from := slotOwner(t, addrs[0], slot)
+	owner, _, _, err := slotMapOf(addrs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := owner[slot]
 	// The move crosses the cut made after shard 0 is copied: from shard 0
 	// (copied with the slot) to one copied later, which also has it, or to
 	// shard 0 (copied without it) from one copied later, which no longer
