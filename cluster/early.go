@@ -180,27 +180,31 @@ func (t *busTransport) replicateEarly(prevTerm, commit uint64, logs []*raft.Log)
 	return len(sends)
 }
 
-// sendEarly sends one early request and records its answer.
+// sendEarly sends one early request and records its answer: none when
+// the follower has no live connection (it gets raft's requests) or the
+// request could not be sent.
 func (t *busTransport) sendEarly(s *earlySend) {
-	b := t.rb
-	var resp *raft.AppendEntriesResponse
 	var pc *peerConn
 	if p, err := t.peer(s.id, s.target); err == nil {
-		pc = p.live() // never dials: a follower without a connection gets raft's requests
+		pc = p.live() // never dials
 	}
-	if pc != nil {
-		r := new(raft.AppendEntriesResponse)
-		if id, c, err := pc.start(t.group.id, &s.req, r); err != nil {
-			pc = nil
-		} else {
-			b.stats.early.Add(1)
-			if pc.wait(id, c, b.timeout, t.closeCh) == nil {
-				resp = r
-			}
-		}
+	if pc == nil {
+		t.early.finish(s.id, s.call, nil)
+		return
 	}
-	if !t.early.finish(s.id, s.call, resp) && pc != nil {
-		b.stats.earlyFailed.Add(1)
+	r := new(raft.AppendEntriesResponse)
+	id, c, err := pc.start(t.group.id, &s.req, r)
+	if err != nil {
+		t.early.finish(s.id, s.call, nil)
+		return
+	}
+	t.rb.stats.early.Add(1)
+	var resp *raft.AppendEntriesResponse
+	if pc.wait(id, c, t.rb.timeout, t.closeCh) == nil {
+		resp = r
+	}
+	if !t.early.finish(s.id, s.call, resp) {
+		t.rb.stats.earlyFailed.Add(1)
 	}
 }
 
