@@ -249,7 +249,7 @@ func shardConfig(s *Server, argv [][]byte) reply {
 // forwardedConfig sends RAFTSTREAM SHARD CONFIG … GET to the node at addr
 // and returns its name/value list.
 func (s *Server) forwardedConfig(f *forwarder, addr string, argv [][]byte) reply {
-	raw, err := f.do(addr, 2, [][][]byte{argv}, s.cfg.WriteTimeout)
+	raw, _, err := f.do(addr, 2, [][][]byte{argv}, s.cfg.WriteTimeout)
 	if err != nil {
 		return errorf("TRYAGAIN could not reach the shard's leader at %s", addr)
 	}

@@ -179,7 +179,8 @@ func (s *Server) runOne(c *client, r *request, start time.Time) {
 		rep, ran = s.exec(c, r), true
 	}
 	c.publish()
-	raw, forwarded := s.maybeForward(c, rep, s.forwardUnit(c, r.argv), r.block)
+	write := r.cmd != nil && r.cmd.Kind != command.KindRead // a write, or EXEC
+	raw, forwarded := s.maybeForward(c, rep, s.forwardUnit(c, r.argv), r.shard, write, r.block)
 	switch {
 	case !ran:
 		if _, isErr := rep.(*engine.Error); isErr {
@@ -194,8 +195,8 @@ func (s *Server) runOne(c *client, r *request, start time.Time) {
 		return
 	}
 	if forwarded {
-		if r.cmd != nil && r.cmd.Kind != command.KindRead {
-			c.noteForwarded() // a write, or EXEC
+		if write {
+			c.noteForwarded()
 		}
 		c.writeRaw(raw)
 	} else {

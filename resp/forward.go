@@ -50,11 +50,16 @@ func movedAddr(r reply) (string, bool) {
 
 func (f *forwarder) get(k fwdKey) (*wire.Client, error) {
 	f.mu.Lock()
-	if l := f.idle[k]; len(l) > 0 {
+	for l := f.idle[k]; len(l) > 0; l = f.idle[k] {
 		c := l[len(l)-1]
 		f.idle[k] = l[:len(l)-1]
-		f.mu.Unlock()
-		return c, nil
+		if !c.Stale() {
+			f.mu.Unlock()
+			return c, nil
+		}
+		// The peer closed it (a restart): sending on it would fail after
+		// the command left, when its outcome can no longer be told.
+		c.Close()
 	}
 	f.mu.Unlock()
 	c, err := wire.Dial(k.addr, "", 5*time.Second)
@@ -86,12 +91,13 @@ func (f *forwarder) put(k fwdKey, c *wire.Client) {
 
 // do sends cmds to addr and returns the raw bytes of the last reply (all
 // replies are read). timeout bounds the whole exchange; 0 means no bound
-// (blocking commands).
-func (f *forwarder) do(addr string, proto int, cmds [][][]byte, timeout time.Duration) ([]byte, error) {
+// (blocking commands). sent is false when the commands never left (no
+// connection to addr could be had), so nothing of them ran there.
+func (f *forwarder) do(addr string, proto int, cmds [][][]byte, timeout time.Duration) (last []byte, sent bool, err error) {
 	k := fwdKey{addr, proto}
 	c, err := f.get(k)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	var buf []byte
 	for _, argv := range cmds {
@@ -104,20 +110,16 @@ func (f *forwarder) do(addr string, proto int, cmds [][][]byte, timeout time.Dur
 	}
 	if err := c.WriteRaw(buf); err != nil {
 		c.Close()
-		return nil, err
+		return nil, true, err
 	}
-	if timeout <= 0 {
-		c.SetDeadline(time.Time{})
-	}
-	var last []byte
 	for range cmds {
 		if last, err = c.ReadReply(); err != nil {
 			c.Close()
-			return nil, err
+			return nil, true, err
 		}
 	}
 	f.put(k, c)
-	return last, nil
+	return last, true, nil
 }
 
 func (f *forwarder) close() {
@@ -131,25 +133,59 @@ func (f *forwarder) close() {
 	}
 }
 
-// maybeForward relays cmds to the leader named by a MOVED reply r, when the
-// server forwards. It returns the raw reply and true when it did; on a
-// forwarding failure the client gets TRYAGAIN (nothing was applied here).
-func (s *Server) maybeForward(c *client, r reply, cmds [][][]byte, blocking bool) ([]byte, bool) {
+// tryAgainLeaderRaw is errTryAgainLeader as another node relays it.
+var tryAgainLeaderRaw = AppendReply(nil, errTryAgainLeader, 2)
+
+// forwardRetryEvery is how often a forwarding node looks for a shard's
+// new leader while it holds a command through an election.
+const forwardRetryEvery = 25 * time.Millisecond
+
+// maybeForward relays cmds to the leader of their shard when the server
+// forwards and r, the reply they got here, says the leader is elsewhere or
+// being elected. It returns the raw reply and true when it answered.
+//
+// A plain client cannot follow a leader change, so an ordinary election is
+// hidden from it: when the shard has no leader (TRYAGAIN, here or relayed
+// from the node asked), or its leader cannot be reached, the command waits,
+// for at most leaderlessRedirectAfter, for a leader to be known and is then
+// sent there. Each of those answers means the command was not run, so
+// sending it again cannot run it twice. A write whose connection failed
+// after it was sent may have run: its client gets UNKNOWN, as for a write
+// whose commit was not seen. shard is the commands' shard (-1: none, no
+// wait); write says whether they change data.
+func (s *Server) maybeForward(c *client, r reply, cmds [][][]byte, shard int, write, blocking bool) ([]byte, bool) {
 	if s.fwd == nil {
 		return nil, false
 	}
-	addr, ok := movedAddr(r)
-	if !ok {
+	addr, moved := movedAddr(r)
+	if !moved && (r != reply(errTryAgainLeader) || shard < 0) {
 		return nil, false
 	}
 	timeout := s.cfg.WriteTimeout
 	if blocking {
 		timeout = 0
 	}
-	raw, err := s.fwd.do(addr, c.proto, cmds, timeout)
-	if err != nil {
-		s.log.Debug("forward failed", "addr", addr, "err", err)
-		return AppendReply(nil, errorf("TRYAGAIN could not forward to the shard's leader at %s", addr), c.proto), true
+	var last reply = errTryAgainLeader
+	for deadline := time.Now().Add(leaderlessRedirectAfter); ; {
+		if addr != "" {
+			raw, sent, err := s.fwd.do(addr, c.proto, cmds, timeout)
+			switch {
+			case err == nil && !bytes.Equal(raw, tryAgainLeaderRaw):
+				return raw, true
+			case err == nil:
+				last = errTryAgainLeader
+			case sent && write:
+				s.log.Debug("forward failed after sending", "addr", addr, "err", err)
+				return AppendReply(nil, errUnknownOutcome, c.proto), true
+			default:
+				s.log.Debug("forward failed", "addr", addr, "err", err)
+				last = errorf("TRYAGAIN could not forward to the shard's leader at %s", addr)
+			}
+		}
+		if shard < 0 || time.Now().After(deadline) {
+			return AppendReply(nil, last, c.proto), true
+		}
+		time.Sleep(forwardRetryEvery)
+		addr, _ = s.shardLeaderAddr(shard)
 	}
-	return raw, true
 }

@@ -241,7 +241,7 @@ func (p *pipeline) answerWrites() {
 		if w.sem != nil {
 			<-w.sem
 		}
-		if raw, ok := s.maybeForward(c, r, [][][]byte{w.argv}, false); ok {
+		if raw, ok := s.maybeForward(c, r, [][][]byte{w.argv}, w.shard, true, false); ok {
 			c.noteForwarded()
 			s.afterReply(c, w.cmd, w.argv, end.Sub(w.start), nil)
 			c.writeRaw(raw)
@@ -283,7 +283,7 @@ func (p *pipeline) flushReads() {
 			if er == nil {
 				rep = out[k]
 			}
-			if raw, ok := s.maybeForward(c, rep, [][][]byte{r.argv}, false); ok {
+			if raw, ok := s.maybeForward(c, rep, [][][]byte{r.argv}, r.shard, false, false); ok {
 				s.answered(c, r.cmd, r.argv, time.Since(r.start), nil)
 				c.writeRaw(raw)
 			} else {

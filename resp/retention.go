@@ -145,7 +145,7 @@ func retryable(er *engine.Error) bool {
 // retentionRemote sends RAFTSTREAM RETENTION SHARD … to the node at addr
 // and maps its reply back: +OK, :n, an error, or a policy or list of them.
 func (s *Server) retentionRemote(f *forwarder, addr string, argv [][]byte) reply {
-	raw, err := f.do(addr, 2, [][][]byte{argv}, s.cfg.WriteTimeout)
+	raw, _, err := f.do(addr, 2, [][][]byte{argv}, s.cfg.WriteTimeout)
 	if err != nil {
 		return errorf("TRYAGAIN could not reach the shard's leader at %s", addr)
 	}

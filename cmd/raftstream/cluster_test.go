@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -150,6 +152,132 @@ func TestForwardingForPlainClients(t *testing.T) {
 		return
 	}
 	t.Fatal("no key led by another node among 30")
+}
+
+// TestForwardingHidesAFailover: a plain client writing through a node that
+// forwards sees no error while the shard's leader is killed and another is
+// elected. The forwarding node's pooled connection to the dead leader is
+// not used (the command would leave on it and its outcome could not be
+// told), and the command waits for the new leader instead of answering
+// TRYAGAIN. Every write is then in the stream, once.
+func TestForwardingHidesAFailover(t *testing.T) {
+	nodes := startCluster(t, 3, 3, "--forwarding")
+	addrs := addrsOf(nodes)
+	const key = "failover:{7}"
+	leader := leaderIndex(t, addrs, key)
+	via := dial(t, addrs[(leader+1)%3])
+	// Through the leader once, so the forwarding node keeps a connection
+	// to it.
+	if got := do(t, via, "XADD", key, "*", "n", "0"); !strings.HasPrefix(got, "$") {
+		t.Fatalf("XADD before the kill: %q", got)
+	}
+	// Writes from clients that start one after another over the election,
+	// through the forwarding node's own leaderless replica and to the
+	// dead leader.
+	conns := make([]*testkit.Conn, 12)
+	for i := range conns {
+		conns[i] = dial(t, addrs[(leader+1)%3])
+	}
+	nodes[leader].Kill()
+	killed := time.Now()
+	got := make([]string, len(conns))
+	took := make([]time.Duration, len(conns))
+	var wg sync.WaitGroup
+	for i, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(time.Duration(i) * 80 * time.Millisecond)
+			start := time.Now()
+			r, err := c.Do("XADD", key, "*", "n", fmt.Sprint(i+1))
+			got[i], took[i] = fmt.Sprintf("%q %v", r, err), time.Since(start)
+			if err == nil && len(r) > 0 && r[0] == '$' {
+				got[i] = ""
+			}
+		}()
+	}
+	wg.Wait()
+	for i, g := range got {
+		if g != "" {
+			t.Errorf("XADD sent %v after the leader was killed (took %v): %s", time.Duration(i)*80*time.Millisecond, took[i], g)
+		}
+	}
+	t.Logf("the XADDs after the kill took %v (all done %v after it)", took, time.Since(killed))
+	const writes = 12
+	if got := do(t, via, "XLEN", key); got != fmt.Sprintf(":%d\r\n", writes+1) {
+		t.Fatalf("XLEN after the failover: %q, want %d", got, writes+1)
+	}
+}
+
+// TestForwardingWaitsOutAnElection: a shard loses its quorum for a moment
+// (its leader killed, a second replica stopped); a write sent through the
+// third replica, which forwards, finds no leader there and waits instead
+// of answering TRYAGAIN. Once the stopped replica runs again a leader is
+// elected and the write is applied, once.
+func TestForwardingWaitsOutAnElection(t *testing.T) {
+	nodes := startCluster(t, 3, 3, "--forwarding")
+	addrs := addrsOf(nodes)
+	const key = "election:{3}"
+	leader := leaderIndex(t, addrs, key)
+	via, stopped := (leader+1)%3, (leader+2)%3
+	c := dial(t, addrs[via])
+	if got := do(t, c, "XADD", key, "*", "n", "0"); !strings.HasPrefix(got, "$") {
+		t.Fatalf("XADD before the faults: %q", got)
+	}
+	pid := nodes[stopped].Pid()
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	defer resume()
+	nodes[leader].Kill()
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		resume()
+	}()
+	// Past the heartbeat timeout (300 ms; raft waits up to twice that):
+	// the replica asked knows it has no leader.
+	time.Sleep(700 * time.Millisecond)
+	start := time.Now()
+	if got := do(t, c, "XADD", key, "*", "n", "1"); !strings.HasPrefix(got, "$") {
+		t.Fatalf("XADD while the shard elected (%v): %q", time.Since(start), got)
+	}
+	t.Logf("the XADD took %v", time.Since(start))
+	if got := do(t, c, "XLEN", key); got != ":2\r\n" {
+		t.Fatalf("XLEN after the election: %q, want 2", got)
+	}
+}
+
+// leaderIndex is the index in addrs of the node that leads key's shard, as
+// CLUSTER SLOTS of addrs[0] says.
+func leaderIndex(t *testing.T, addrs []string, key string) int {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: addrs[0]})
+	defer rdb.Close()
+	ranges, err := rdb.ClusterSlots(context.Background()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot := int(slots.Of([]byte(key)))
+	for _, r := range ranges {
+		if slot >= r.Start && slot <= r.End {
+			for i, a := range addrs {
+				if a == r.Nodes[0].Addr {
+					return i
+				}
+			}
+		}
+	}
+	t.Fatalf("no leader of %s's slot among %v: %v", key, addrs, ranges)
+	return -1
 }
 
 // TestForwardingTutorialWithPlainRedisCLI: with --forwarding, plain
