@@ -228,14 +228,13 @@ func TestForwardingWaitsOutAnElection(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	resumed := false
+	var once sync.Once
 	resume := func() {
-		if !resumed {
-			resumed = true
+		once.Do(func() {
 			if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
 				t.Error(err)
 			}
-		}
+		})
 	}
 	defer resume()
 	nodes[leader].Kill()

@@ -105,29 +105,45 @@ func TestGCPolicyHeapGoalIsThePercent(t *testing.T) {
 // burst, the policy collects and returns the freed memory to the OS, once;
 // not while allocation goes on, and not again while it stays quiet.
 func TestIdleTrimAfterABurst(t *testing.T) {
+	const period = 100 * time.Millisecond
 	tu := &gcTuner{}
 	done := make(chan struct{})
 	defer close(done)
-	go tu.trimWhenIdle(100*time.Millisecond, done)
+	go tu.trimWhenIdle(period, done)
 	var sink []byte
-	// Busy: well over idleAllocBytes per period, for 1 s.
-	for end := time.Now().Add(time.Second); time.Now().Before(end); {
-		for range 64 {
-			sink = make([]byte, 64<<10)
+	// Busy: well over idleAllocBytes per period, for 1 s. A period in
+	// which this loop did not run at all (the test paused by a loaded
+	// machine) does look idle, and a trim then is right: the busy phase
+	// is run again, at most twice.
+	for attempt := 1; ; attempt++ {
+		before, longest := tu.trims.Load(), time.Duration(0)
+		last := time.Now()
+		for end := last.Add(time.Second); time.Now().Before(end); {
+			for range 64 {
+				sink = make([]byte, 64<<10)
+			}
+			time.Sleep(5 * time.Millisecond)
+			now := time.Now()
+			longest, last = max(longest, now.Sub(last)), now
 		}
-		time.Sleep(5 * time.Millisecond)
+		n := tu.trims.Load() - before
+		if n == 0 {
+			break
+		}
+		if longest < period*8/10 || attempt == 3 {
+			t.Fatalf("%d trims while allocating (longest pause between allocations %v), want none", n, longest)
+		}
+		t.Logf("%d trims while allocating, after a pause of %v between allocations: the loop again", n, longest)
 	}
-	if n := tu.trims.Load(); n != 0 {
-		t.Fatalf("%d trims while allocating, want none", n)
-	}
+	base := tu.trims.Load()
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
 	// Quiet.
 	deadline := time.Now().Add(3 * time.Second)
-	for tu.trims.Load() == 0 && time.Now().Before(deadline) {
+	for tu.trims.Load() == base && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if n := tu.trims.Load(); n != 1 {
+	if n := tu.trims.Load() - base; n != 1 {
 		t.Fatalf("%d trims after going quiet, want 1", n)
 	}
 	var after runtime.MemStats
@@ -137,7 +153,7 @@ func TestIdleTrimAfterABurst(t *testing.T) {
 			before.NumGC, after.NumGC, before.HeapReleased, after.HeapReleased)
 	}
 	time.Sleep(500 * time.Millisecond)
-	if n := tu.trims.Load(); n != 1 {
+	if n := tu.trims.Load() - base; n != 1 {
 		t.Fatalf("%d trims while staying quiet, want still 1", n)
 	}
 	runtime.KeepAlive(sink)
