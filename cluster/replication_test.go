@@ -123,8 +123,8 @@ func TestWaitReplicasSeesFollowersStore(t *testing.T) {
 	tc.nodes[followers[0]] = nil
 	idx = write()
 	const wait = 500 * time.Millisecond
+	t0 = time.Now() // before the deadline is set, so took cannot fall short of wait
 	wctx, wcancel = context.WithTimeout(ctx, wait)
-	t0 = time.Now()
 	n, leading = leader.WaitReplicas(wctx, 0, idx, 2)
 	took := time.Since(t0)
 	wcancel()
