@@ -5,12 +5,12 @@ import (
 	"context"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/raftstream/raftstream/engine"
 	"github.com/raftstream/raftstream/fsm"
 	"github.com/raftstream/raftstream/resp/command"
+	"github.com/raftstream/raftstream/resp/wire"
 )
 
 // Blocking reads (XREAD BLOCK, XREADGROUP BLOCK).
@@ -451,28 +451,8 @@ func (s *Server) resolveDollar(c *client, shard, slot int, argv [][]byte, keyIdx
 }
 
 // peerClosed reports whether the client has closed its side of the
-// connection, without consuming any bytes it sent (MSG_PEEK).
+// connection, without consuming any bytes it sent.
 func peerClosed(c *client) bool {
-	nc := c.conn.nc
-	sc, ok := nc.(syscall.Conn)
-	if !ok {
-		return false
-	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
-		return false
-	}
-	closed := false
-	var buf [1]byte
-	_ = raw.Read(func(fd uintptr) bool {
-		n, _, err := syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		if n == 0 && err == nil {
-			closed = true
-		}
-		if err != nil && err != syscall.EAGAIN && err != syscall.EWOULDBLOCK {
-			closed = true
-		}
-		return true
-	})
+	_, closed := wire.Peek(c.conn.nc)
 	return closed
 }
