@@ -161,6 +161,16 @@ type Config struct {
 	// heard (cluster/tls.go's BusTLS covers the bus).
 	GossipKey []byte
 
+	// HostID names the machine this node runs on (cmd/raftstream: the
+	// kernel's boot ID, which every container of a host shares). Gossip
+	// carries a hash of it, and CoLocated counts the members that share
+	// it. Empty: this node counts itself alone.
+	HostID string
+	// OnCoLocated, when set, is called from the gossip loop with
+	// CoLocated's new value each time it changes (the process can then
+	// size itself to its share of the host's CPUs).
+	OnCoLocated func(n int)
+
 	// DialTimeout bounds cluster-bus dials and the preamble read of an
 	// accepted connection. Default 5s.
 	DialTimeout time.Duration

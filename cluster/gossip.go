@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -71,6 +73,8 @@ type gossipMeta struct {
 	Hosted  int      `json:"h,omitempty"`
 	Leads   []uint64 `json:"l,omitempty"`
 	Partial bool     `json:"p,omitempty"`
+	// Host is a hash of the node's Config.HostID ("" when it has none).
+	Host string `json:"host,omitempty"`
 }
 
 // leads returns m's leaderships as shard → term.
@@ -241,7 +245,7 @@ func (n *Node) busGossip() (*busGossipTransport, error) {
 // localMeta is this node's gossip metadata now.
 func (n *Node) localMeta() gossipMeta {
 	st := n.st.Load()
-	m := gossipMeta{RESP: n.self.RESPAddr(), Bus: n.self.Bus}
+	m := gossipMeta{RESP: n.self.RESPAddr(), Bus: n.self.Bus, Host: n.hostHash}
 	if st.members != nil {
 		m.Ctrl = st.members.Ctrl
 	}
@@ -293,12 +297,53 @@ func (n *Node) gossipLoop(g *gossip) {
 				}
 			}
 		}
+		n.noteCoLocated(coLocated(n.id, n.hostHash, st.members, view))
 		n.fetchNewerMembership(g, st.members)
 		if g.ml.NumMembers() < len(st.members.Nodes) && time.Since(lastJoin) >= 2*time.Second {
 			lastJoin = time.Now()
 			n.gossipJoin(g, st.members)
 		}
 	}
+}
+
+// coLocated counts the members of m that gossip sees alive with host
+// hash host, the node self included ("" counts self alone).
+func coLocated(self, host string, m *Membership, view map[string]gossipView) int {
+	n := 1
+	if host == "" {
+		return n
+	}
+	for _, mb := range m.Nodes {
+		if v, ok := view[mb.ID]; ok && mb.ID != self && v.meta.Host == host {
+			n++
+		}
+	}
+	return n
+}
+
+// noteCoLocated records the co-located count and tells OnCoLocated when
+// it changed.
+func (n *Node) noteCoLocated(c int) {
+	if int(n.colocated.Swap(int32(c))) != c && n.cfg.OnCoLocated != nil {
+		n.cfg.OnCoLocated(c)
+	}
+}
+
+// CoLocated is how many members of the cluster run on this node's host
+// (Config.HostID), this node included, as gossip last saw them alive: 1
+// without gossip or a host ID.
+func (n *Node) CoLocated() int {
+	return max(1, int(n.colocated.Load()))
+}
+
+// hostHash is what gossip carries of a host ID: short, and not the ID
+// itself.
+func hostHash(id string) string {
+	if id == "" {
+		return ""
+	}
+	h := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(h[:6])
 }
 
 // setMeta stores b as this node's metadata; it reports whether b is what

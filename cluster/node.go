@@ -61,6 +61,10 @@ type Node struct {
 	// mig runs the slot moves this node drives (migrate.go).
 	mig    *migrator
 	gossip atomic.Pointer[gossip] // nil while gossip is off or not started
+	// hostHash is hostHash(cfg.HostID); colocated the last CoLocated
+	// count the gossip loop saw (0 before it ran).
+	hostHash  string
+	colocated atomic.Int32
 	// bus counts the node's traffic on the cluster bus (busstats.go).
 	bus busStats
 
@@ -130,6 +134,7 @@ func Open(cfg Config) (*Node, error) {
 		mux: mux, book: newAddrBook(), meta: m,
 		self:       Member{ID: m.ID, Host: cfg.AnnounceHost, Port: cfg.AnnouncePort, Bus: mux.Addr().String(), Gossip: cfg.ownGossipAddr()},
 		shutdownCh: make(chan struct{}),
+		hostHash:   hostHash(cfg.HostID),
 	}
 	n.nShards.Store(int64(m.Shards))
 	mux.stats.Store(&n.bus)

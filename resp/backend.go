@@ -49,6 +49,9 @@ type Backend interface {
 	// NodeLogStats reports the writes of the node's shared Raft log
 	// (fsm/nodelog) for INFO persistence.
 	NodeLogStats() nodelog.Stats
+	// CoLocated is how many of the cluster's nodes run on this node's
+	// host, this one included (INFO server).
+	CoLocated() int
 	// TransferLeader moves leadership of a shard this node leads to node
 	// to ("" = any up-to-date voter), waiting for it (bounded by ctx).
 	// *fsm.NotLeaderError if this node does not lead it.

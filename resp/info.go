@@ -231,6 +231,8 @@ func (s *Server) infoServer(w infoWriter) {
 	w.kv("config_file", "")
 	w.kv("raftstream_version", RaftstreamVersion)
 	w.kv("go_version", runtime.Version())
+	w.kv("go_maxprocs", runtime.GOMAXPROCS(0))
+	w.kv("colocated_nodes", s.be.CoLocated())
 }
 
 func (s *Server) infoMemory(w infoWriter) {

@@ -132,6 +132,7 @@ func (b *fakeBackend) ShardStats(shard int) (fsm.Stats, bool) {
 	return fsm.Stats{}, shard < len(b.engines)
 }
 func (b *fakeBackend) NodeLogStats() nodelog.Stats { return nodelog.Stats{} }
+func (b *fakeBackend) CoLocated() int              { return 1 }
 
 // The fake has no Raft: leadership, snapshots and membership changes fail.
 var errFakeNoRaft = errors.New("the test backend has no Raft")

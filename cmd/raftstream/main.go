@@ -73,6 +73,7 @@ type options struct {
 	replicationFactor          int
 	deadAfter                  time.Duration
 	gossipAddr                 string
+	hostID                     string
 	announce                   string
 	announcePort               int
 	nodeName                   string
@@ -192,6 +193,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.join, "join", "", "comma-separated cluster bus addresses (host:port) of nodes to form or join a cluster with")
 	fs.IntVar(&o.bootstrapExpect, "bootstrap-expect", 1, "number of nodes forming the initial cluster")
 	fs.IntVar(&o.replicationFactor, "replication-factor", 3, "replicas (Raft voters) per shard, capped at the number of nodes")
+	fs.StringVar(&o.hostID, "host-id", "", "the machine this node runs on, as gossip tells the cluster's other nodes: nodes with the same host ID share its CPUs (GOMAXPROCS = CPUs / co-located nodes, unless GOMAXPROCS is set); empty = the kernel's boot ID, which a host's containers share; none = count this node alone")
 	fs.StringVar(&o.gossipAddr, "gossip-addr", "", "where memberlist gossip (failure detection and node metadata) runs: empty = the cluster bus port (TCP through the bus, UDP on the same port number); IP:port = a port of its own (TCP and UDP); off = no gossip (every node polls every node)")
 	fs.DurationVar(&o.deadAfter, "dead-after", 30*time.Second, "how long a node may be unreachable before its replicas are moved to other nodes (negative = never)")
 	fs.StringVar(&o.announce, "announce", "", "host announced to clients in MOVED and CLUSTER replies; default --bind")
@@ -430,6 +432,10 @@ func clusterConfig(o *options, log *slog.Logger) cluster.Config {
 	c.ReplicationFactor = o.replicationFactor
 	c.DeadAfter = o.deadAfter
 	c.GossipAddr = o.gossipAddr
+	c.HostID = hostID(o.hostID)
+	if share := newCPUShare(log); share != nil {
+		c.OnCoLocated = share.set
+	}
 	c.Forwarding = o.forwarding
 	c.Logger = log
 	c.SnapshotInterval = o.snapshotInterval
