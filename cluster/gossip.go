@@ -282,6 +282,7 @@ func (n *Node) gossipLoop(g *gossip) {
 		}
 		if _, ok := st.members.Node(n.id); !ok && slices.Contains(st.members.Removed, n.id) {
 			n.log.Info("gossip: this node was removed from the cluster; leaving")
+			n.noteCoLocated(1)
 			g.stop(true)
 			return
 		}
