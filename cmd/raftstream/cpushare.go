@@ -15,7 +15,7 @@ import (
 // CPU count in every process, idle threads spin looking for work that runs
 // on another process's CPU, and a hand-off between goroutines wakes a
 // thread that must first win a CPU back. Three co-located nodes on a 2-CPU
-// host, each at GOMAXPROCS=1, made 13–15% fewer context switches per XADD
+// host, each at GOMAXPROCS=1, made 13–16% fewer context switches per XADD
 // and spent about 8% less CPU per XADD, summed over the nodes, than at
 // GOMAXPROCS=2 (cmd/ordersbench/PERFORMANCE.md).
 //
