@@ -448,10 +448,10 @@ func (s *Shard) StaleRead(fn func(e *engine.Engine)) { s.m.view(fn) }
 
 // gatherWait bounds how long the batcher waits, once the entry in flight
 // has applied, for the submitters it answered to send their next commands:
-// half that entry's commit time (past it, those who came back would lose
-// less by waiting for the next entry than the queued ones lose by
-// waiting for them), and at most MaxGather.
+// that entry's commit time, and at most MaxGather. A submitter that comes
+// back too late waits out the whole commit of the entry formed without it
+// before its own entry forms, so with as many coming back as are queued,
+// waiting up to one commit time is where the trade evens out.
 func (s *Shard) gatherWait() time.Duration {
-	w := time.Duration(s.lastCommit.Load()) / 2
-	return min(w, s.cfg.MaxGather)
+	return min(time.Duration(s.lastCommit.Load()), s.cfg.MaxGather)
 }

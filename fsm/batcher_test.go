@@ -43,6 +43,28 @@ func TestGatherWaitsForTheAnsweredSubmitter(t *testing.T) {
 	}
 }
 
+// TestGatherWaitIsBoundedByTheCommit: the gather waits at most as long as
+// the entry in flight took to commit, and at most MaxGather; before any
+// entry has committed it does not wait.
+func TestGatherWaitIsBoundedByTheCommit(t *testing.T) {
+	for _, tc := range []struct {
+		commit, max, want time.Duration
+	}{
+		{3 * time.Millisecond, DefaultConfig().MaxGather, 3 * time.Millisecond},
+		{700 * time.Microsecond, 4 * time.Millisecond, 700 * time.Microsecond},
+		{30 * time.Millisecond, 4 * time.Millisecond, 4 * time.Millisecond},
+		{3 * time.Millisecond, 0, 0},
+		{0, 4 * time.Millisecond, 0},
+	} {
+		var s Shard
+		s.cfg.MaxGather = tc.max
+		s.lastCommit.Store(int64(tc.commit))
+		if got := s.gatherWait(); got != tc.want {
+			t.Errorf("commit %v, MaxGather %v: gather waits %v, want %v", tc.commit, tc.max, got, tc.want)
+		}
+	}
+}
+
 // TestGatherEnds: gather returns once the batch holds want proposals, when
 // its wait is over, on stop, and at a proposal that does not fit (which it
 // hands back, out of the batch).

@@ -67,8 +67,8 @@ type Config struct {
 	MaxLinger time.Duration
 	// MaxGather bounds how long the batcher, once the entry in flight has
 	// applied, waits for the submitters that entry answered to send their
-	// next commands before it forms the next entry (never longer than half
-	// the last entry's commit time). Without it, at one command in flight
+	// next commands before it forms the next entry (never longer than the
+	// last entry's commit time). Without it, at one command in flight
 	// per client, clients split into two cohorts that take turns: each
 	// waits out the other's entry before its own forms. 0 forms the next
 	// entry at once.
@@ -174,7 +174,7 @@ func DefaultConfig() Config {
 		MaxBatchBytes:      1 << 20,
 		MaxInFlight:        1,
 		MaxLinger:          50 * time.Millisecond,
-		MaxGather:          2 * time.Millisecond,
+		MaxGather:          4 * time.Millisecond,
 		QueueDepth:         8192,
 		EnqueueTimeout:     2 * time.Second,
 		ApplyTimeout:       10 * time.Second,

@@ -130,7 +130,7 @@ const (
 	earlyReplicationEnv = "RAFTSTREAM_EARLY_REPLICATION"
 	// gatherEnv, a duration, bounds how long a shard's batcher waits for
 	// the clients its last entry answered (cluster.Config.MaxGather; fsm's
-	// MaxGather, 2 ms by default); 0 turns the gather off: for comparing.
+	// MaxGather, 4 ms by default); 0 turns the gather off: for comparing.
 	gatherEnv = "RAFTSTREAM_GATHER"
 )
 
