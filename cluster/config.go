@@ -166,6 +166,12 @@ type Config struct {
 	// carries a hash of it, and CoLocated counts the members that share
 	// it. Empty: this node counts itself alone.
 	HostID string
+	// HostCPUs is how many CPUs this node counts as its host's (the
+	// raftstream command: --host-cpus, else the CPUs the Go runtime may
+	// use when the process starts). A new cluster's default shard policy
+	// fits the shard count to the hosts with it (policy.go, hostUnits);
+	// 0: unknown, the node counts as a host of its own.
+	HostCPUs int
 	// OnCoLocated, when set, is called from the gossip loop with
 	// CoLocated's new value each time it changes (the process can then
 	// size itself to its share of the host's CPUs).
@@ -286,6 +292,9 @@ func (c *Config) Validate() error {
 	if c.ShardsPerNode < 0 || c.ShardsPerNode > 64 || math.IsNaN(c.ShardsPerNode) {
 		return fmt.Errorf("cluster: ShardsPerNode %v out of range 0..64", c.ShardsPerNode)
 	}
+	if c.HostCPUs < 0 {
+		return fmt.Errorf("cluster: HostCPUs %d is negative", c.HostCPUs)
+	}
 	if c.BootstrapExpect < 0 {
 		return fmt.Errorf("cluster: BootstrapExpect %d is negative", c.BootstrapExpect)
 	}
@@ -387,7 +396,7 @@ func (c *Config) clustered() bool { return c.BootstrapExpect > 1 || len(c.Join) 
 // defaultShards is the shard count of a new cluster when Shards is 0.
 func (c *Config) defaultShards() int {
 	if c.clustered() {
-		return (&ShardPolicy{PerNode: c.perNode()}).wantShards(c.BootstrapExpect)
+		return perNodeShards(c.perNode(), c.BootstrapExpect, c.BootstrapExpect)
 	}
 	return 1
 }
@@ -403,7 +412,9 @@ func (c *Config) perNode() float64 {
 	return 1
 }
 
-// initialPolicy is the shard policy a cluster is formed with.
+// initialPolicy is the shard policy a cluster is formed with: it fits the
+// shards to the hosts unless the operator chose a count (Shards or
+// ShardsPerNode).
 func (c *Config) initialPolicy() *ShardPolicy {
-	return &ShardPolicy{Auto: !c.ShardPolicyOff, PerNode: c.perNode()}
+	return &ShardPolicy{Auto: !c.ShardPolicyOff, PerNode: c.perNode(), FitHosts: c.Shards == 0 && c.ShardsPerNode == 0}
 }

@@ -41,29 +41,7 @@ func TestFormationTransitiveAndStaggered(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), formationBudget)
 	defer cancel()
-	nodes := make([]*Node, size)
-	errs := make(chan error, size)
-	for i, c := range cfgs {
-		n, err := Open(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer n.Close()
-		nodes[i] = n
-		delay := time.Duration(0)
-		if i == size-1 {
-			delay = time.Second
-		}
-		go func() {
-			time.Sleep(delay)
-			errs <- n.Start(ctx)
-		}()
-	}
-	for range nodes {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
-		}
-	}
+	nodes := formTogether(ctx, t, cfgs, time.Second)
 	want := nodes[0].st.Load().members
 	for _, n := range nodes {
 		got := n.st.Load().members
@@ -78,6 +56,101 @@ func TestFormationTransitiveAndStaggered(t *testing.T) {
 		if err := n.WaitLeaders(ctx); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// formTogether opens a node of each configuration and starts them all at
+// once, the last one lastDelay later, and fails t unless every Start
+// succeeds. The nodes are closed at t's cleanup.
+func formTogether(ctx context.Context, t *testing.T, cfgs []Config, lastDelay time.Duration) []*Node {
+	t.Helper()
+	nodes := make([]*Node, len(cfgs))
+	errs := make(chan error, len(cfgs))
+	for i, c := range cfgs {
+		n, err := Open(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { n.Close() })
+		nodes[i] = n
+		delay := time.Duration(0)
+		if i == len(cfgs)-1 {
+			delay = lastDelay
+		}
+		go func() {
+			time.Sleep(delay)
+			errs <- n.Start(ctx)
+		}()
+	}
+	for range nodes {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	return nodes
+}
+
+// TestFormationFitsTheHosts: three nodes formed without a shard count
+// fit it to their hosts. On one 2-CPU host they form one shard, every
+// node agreeing, with the count persisted (a restarted node reopens with
+// it) and a policy that keeps fitting; on one 6-CPU host, or with a shard
+// count given, three.
+func TestFormationFitsTheHosts(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		cpus, shards int
+		want         int
+		fit          bool
+	}{
+		{"one 2-CPU host", 2, 0, 1, true},
+		{"one 6-CPU host", 6, 0, 3, true},
+		{"one 2-CPU host, --shards 3", 2, 3, 3, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfgs := make([]Config, 3)
+			var join []string
+			for i := range cfgs {
+				c := testConfig(t, t.TempDir())
+				c.AnnouncePort = testkit.FreePort(t)
+				c.BindAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(testkit.FreePort(t)))
+				c.AdvertiseBus = ""
+				c.BootstrapExpect = len(cfgs)
+				c.Shards = tc.shards
+				c.HostID, c.HostCPUs = "one-host", tc.cpus
+				loadedTiming(&c)
+				cfgs[i] = c
+				join = append(join, c.BindAddr)
+			}
+			for i := range cfgs {
+				cfgs[i].Join = join
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), formationBudget)
+			defer cancel()
+			nodes := formTogether(ctx, t, cfgs, 0)
+			for _, n := range nodes {
+				m := n.st.Load().members
+				if got := len(m.Shards); got != tc.want || n.NumShards() != tc.want || n.formedShards() != tc.want {
+					t.Fatalf("node %s: %d shards in its membership, %d in use, formed with %d; want %d",
+						n.ID(), got, n.NumShards(), n.formedShards(), tc.want)
+				}
+				if m.Policy == nil || m.Policy.FitHosts != tc.fit {
+					t.Fatalf("node %s: policy %+v, want fit-hosts %v", n.ID(), m.Policy, tc.fit)
+				}
+				if err := n.WaitLeaders(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			n0 := nodes[0]
+			n0.Close()
+			re, err := Open(cfgs[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer re.Close()
+			if got := re.formedShards(); got != tc.want {
+				t.Fatalf("reopened with %d shards, want %d", got, tc.want)
+			}
+		})
 	}
 }
 

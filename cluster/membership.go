@@ -22,6 +22,12 @@ type Member struct {
 	Bus  string `json:"bus"`  // cluster bus address host:port
 	// Gossip is the memberlist address host:port ("" without gossip).
 	Gossip string `json:"gossip,omitempty"`
+	// HostHash (a hash of Config.HostID, "" without one) and CPUs
+	// (Config.HostCPUs, 0 unknown) are the member's host as it formed or
+	// joined the cluster: a shard policy that fits the hosts counts them
+	// (policy.go, hostUnits).
+	HostHash string `json:"hh,omitempty"`
+	CPUs     int    `json:"cpus,omitempty"`
 }
 
 // RESPAddr is the member's announced RESP address, host:port.

@@ -32,6 +32,11 @@ type Node struct {
 	// places that many; a node joining a cluster takes the cluster's); the
 	// cluster's shards are its Membership's. Read with formedShards.
 	nShards atomic.Int64
+	// fitShards, when not 0, is the shard count this node formed the
+	// cluster with after fitting it to the hosts (rpc.go, form); Start's
+	// setMembers makes it the formed count.
+	fitShards int
+
 	mux     *Mux
 	raftBus *raftBus // every shard group's AppendEntries (raftbus.go)
 	book    *addrBook
@@ -132,7 +137,8 @@ func Open(cfg Config) (*Node, error) {
 	n := &Node{
 		cfg: cfg, log: log, id: m.ID, dir: cfg.Dir,
 		mux: mux, book: newAddrBook(), meta: m,
-		self:       Member{ID: m.ID, Host: cfg.AnnounceHost, Port: cfg.AnnouncePort, Bus: mux.Addr().String(), Gossip: cfg.ownGossipAddr()},
+		self: Member{ID: m.ID, Host: cfg.AnnounceHost, Port: cfg.AnnouncePort, Bus: mux.Addr().String(), Gossip: cfg.ownGossipAddr(),
+			HostHash: hostHash(cfg.HostID), CPUs: cfg.HostCPUs},
 		shutdownCh: make(chan struct{}),
 		hostHash:   hostHash(cfg.HostID),
 	}
@@ -206,7 +212,12 @@ func (n *Node) observeMember(m Member) {
 		return
 	}
 	i := slices.IndexFunc(old.Nodes, func(x Member) bool { return x.ID == m.ID })
-	if i < 0 || old.Nodes[i] == m {
+	if i < 0 {
+		return
+	}
+	// Gossip tells addresses; the host a member formed or joined on stays.
+	m.HostHash, m.CPUs = old.Nodes[i].HostHash, old.Nodes[i].CPUs
+	if old.Nodes[i] == m {
 		return
 	}
 	nm := *old
@@ -324,10 +335,14 @@ func (n *Node) setMembers(members *Membership) error {
 	defer n.metaMu.Unlock()
 	m := n.meta
 	m.Members = members
+	if n.fitShards > 0 {
+		m.Shards = n.fitShards
+	}
 	if err := saveMeta(n.dir, m); err != nil {
 		return err
 	}
 	n.meta = m
+	n.nShards.Store(int64(m.Shards))
 	for _, mb := range members.Nodes {
 		n.book.add(mb)
 	}

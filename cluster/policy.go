@@ -19,15 +19,19 @@ import (
 // The shard policy (DESIGN.md, "The shard policy"). A Raft group has a real
 // cost per write (its own log entries, AppendEntries and heartbeats), so a
 // cluster runs about K shards per node, K = 1 by default: a 3-node cluster
-// has 3 shards, one led by each node. With the policy on (the default for a
-// cluster formed by this version) the controller leader keeps that count as
-// nodes join and leave, one step at a time, once the member set has been
-// unchanged for policySettle:
+// has 3 shards, one led by each node. Formed without a shard count
+// (FitHosts), it counts nodes that share a host of few CPUs as fewer
+// (hostUnits): three nodes on one 2-CPU host have one shard. With the
+// policy on (the default for a cluster formed by this version) the
+// controller leader keeps that count as nodes join and leave, one step at a
+// time, once the member set has been unchanged for policySettle:
 //
-//   - fewer live shards than round(K × members) (members not draining; a
-//     cluster of one node keeps one shard, standalone Redis semantics):
-//     add one, its preferred leader the member that prefers the fewest
-//     shards (a node that just joined), so every node leads a shard;
+//   - fewer live shards than round(K × members) (members not draining, or
+//     their units with FitHosts; a cluster of one node keeps one shard,
+//     standalone Redis semantics): add one, its preferred leader a member
+//     of the host that prefers the fewest shards, and of those the member
+//     that prefers the fewest (a node that just joined), so every node, or
+//     host, leads a shard;
 //   - more: retire one, the shard whose preferred leader is draining or
 //     prefers the most shards (the lightest among those): its slots move
 //     to the other shards, spread by weight, and once it owns none and
@@ -55,6 +59,11 @@ type ShardPolicy struct {
 	Auto bool `json:"auto"`
 	// PerNode is the number of shards per member it keeps (K).
 	PerNode float64 `json:"per_node"`
+	// FitHosts counts members on one host as fewer when the host has too
+	// few CPUs for a shard each (hostUnits): K shards per unit instead of
+	// per member. On for a cluster formed without --shards or
+	// --shards-per-node; RAFTSTREAM SHARD POLICY … PER-NODE turns it off.
+	FitHosts bool `json:"fit_hosts,omitempty"`
 }
 
 // policyInterval is how often the controller leader considers a step;
@@ -72,12 +81,64 @@ const maxRunsPerStep = 8
 // slotByteUnit is the bytes that weigh as much as one key.
 const slotByteUnit = 4096
 
-// wantShards is the live shard count the policy keeps for members nodes.
-func (p *ShardPolicy) wantShards(members int) int {
+// wantShards is the live shard count the policy keeps for members (those
+// not draining).
+func (p *ShardPolicy) wantShards(members []Member) int {
+	units := len(members)
+	if p.FitHosts {
+		units = hostUnits(members)
+	}
+	return perNodeShards(p.PerNode, len(members), units)
+}
+
+// perNodeShards is round(k × units), at least 1, and 1 for a cluster of
+// one node (standalone Redis semantics).
+func perNodeShards(k float64, members, units int) int {
 	if members <= 1 {
 		return 1
 	}
-	return max(1, int(math.Round(p.PerNode*float64(members))))
+	return max(1, int(math.Round(k*float64(units))))
+}
+
+// cpusPerShard is how many of a host's CPUs one shard is given before the
+// members on that host count as more than one unit.
+//
+// A shard is a Raft group: its leader loop, batcher and apply run one
+// after the other on its leader, its followers' appends and applies on
+// two more nodes, and each group has its own log writes, AppendEntries
+// and heartbeats. Nodes packed onto one host with few CPUs gain no
+// parallelism from more groups, only their cost: on the 2-CPU machine of
+// cmd/ordersbench/PERFORMANCE.md three nodes made, against a Redis
+// Cluster of 3 masters × 2 replicas, 1.34× its XADD/s with one shard,
+// 0.80× with two and 0.84× with three (one round, -P 16), at 14, 25 and
+// 24 CPU µs per XADD.
+const cpusPerShard = 2
+
+// hostUnits is how many shards members (those not draining) can use:
+// members with the same HostHash count together as min(their number,
+// max(1, CPUs / cpusPerShard)), CPUs being the most any of them reports;
+// a member with no host hash or no CPU count counts as one.
+func hostUnits(members []Member) int {
+	type host struct{ n, cpus int }
+	hosts := map[string]*host{}
+	units := 0
+	for _, mb := range members {
+		if mb.HostHash == "" || mb.CPUs <= 0 {
+			units++
+			continue
+		}
+		h := hosts[mb.HostHash]
+		if h == nil {
+			h = &host{}
+			hosts[mb.HostHash] = h
+		}
+		h.n++
+		h.cpus = max(h.cpus, mb.CPUs)
+	}
+	for _, h := range hosts {
+		units += min(h.n, max(1, h.cpus/cpusPerShard))
+	}
+	return units
 }
 
 // ShardPolicy returns the cluster's shard policy as this node knows it
@@ -119,8 +180,8 @@ func (n *Node) ctrlPolicy(req *slotRPC) error {
 			p = *m.Policy
 		}
 		p.Auto = req.Nodes[0] == "auto"
-		if k > 0 {
-			p.PerNode = k
+		if k > 0 { // K per member, as asked: no longer fitted to the hosts
+			p.PerNode, p.FitHosts = k, false
 		}
 		m.Policy = &p
 		n.log.Info("controller: shard policy", "auto", p.Auto, "per_node", p.PerNode)
@@ -162,7 +223,7 @@ func (n *Node) policyLoop() {
 		if m == nil || m.Policy == nil || !m.Policy.Auto {
 			continue
 		}
-		if key := strings.Join(policyMembers(m), ","); key != members {
+		if key := memberKey(policyMembers(m)); key != members {
 			members, since = key, time.Now()
 		}
 		if time.Since(since) < policySettle {
@@ -203,14 +264,23 @@ func slotlessShard(m *Membership) bool {
 }
 
 // policyMembers are the members the policy counts: those not draining.
-func policyMembers(m *Membership) []string {
-	var out []string
+func policyMembers(m *Membership) []Member {
+	var out []Member
 	for _, mb := range m.Nodes {
 		if !slices.Contains(m.Draining, mb.ID) {
-			out = append(out, mb.ID)
+			out = append(out, mb)
 		}
 	}
 	return out
+}
+
+// memberKey names a member set: its IDs in order.
+func memberKey(ms []Member) string {
+	ids := make([]string, len(ms))
+	for i, mb := range ms {
+		ids[i] = mb.ID
+	}
+	return strings.Join(ids, ",")
 }
 
 // liveShards are the shards that are not retired.
@@ -232,7 +302,7 @@ func (n *Node) policyStep(ctx context.Context, m *Membership, spread bool) error
 		return nil // one step at a time
 	}
 	live := liveShards(m)
-	want := m.Policy.wantShards(len(policyMembers(m)))
+	want := m.Policy.wantShards(policyMembers(m))
 	switch {
 	case len(live) < want:
 		shard, err := n.addShard(ctx, slotRPC{Op: "add-shard", ByPolicy: true})

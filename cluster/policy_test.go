@@ -156,7 +156,7 @@ func TestWantShards(t *testing.T) {
 		members int
 		want    int
 	}{{1, 1, 1}, {1, 3, 3}, {1, 6, 6}, {16.0 / 3, 3, 16}, {16.0 / 3, 6, 32}, {0.5, 3, 2}, {0.1, 3, 1}, {4, 1, 1}} {
-		if got := (&ShardPolicy{PerNode: tc.k}).wantShards(tc.members); got != tc.want {
+		if got := (&ShardPolicy{PerNode: tc.k}).wantShards(make([]Member, tc.members)); got != tc.want {
 			t.Errorf("K %v, %d members: %d shards, want %d", tc.k, tc.members, got, tc.want)
 		}
 	}
@@ -174,6 +174,85 @@ func TestWantShards(t *testing.T) {
 		if got := c.defaultShards(); got != tc.want {
 			t.Errorf("%+v: default shards %d, want %d", tc.c, got, tc.want)
 		}
+	}
+}
+
+// TestHostUnits: members of one host count as min(their number,
+// max(1, CPUs/2)); a member without a host hash or a CPU count counts
+// alone; K multiplies the units only when the policy fits the hosts.
+func TestHostUnits(t *testing.T) {
+	on := func(host string, cpus, n int) []Member {
+		ms := make([]Member, n)
+		for i := range ms {
+			ms[i] = Member{ID: fmt.Sprint(host, i), HostHash: host, CPUs: cpus}
+		}
+		return ms
+	}
+	for _, tc := range []struct {
+		name    string
+		members []Member
+		units   int
+	}{
+		{"3 nodes on a 2-CPU host", on("h", 2, 3), 1},
+		{"3 nodes on a 1-CPU host", on("h", 1, 3), 1},
+		{"3 nodes on a 4-CPU host", on("h", 4, 3), 2},
+		{"3 nodes on a 5-CPU host", on("h", 5, 3), 2},
+		{"3 nodes on a 6-CPU host", on("h", 6, 3), 3},
+		{"3 nodes on a 64-CPU host", on("h", 64, 3), 3},
+		{"3 hosts of 2 CPUs", slices.Concat(on("a", 2, 1), on("b", 2, 1), on("c", 2, 1)), 3},
+		{"3 nodes on a 2-CPU host, 1 elsewhere", slices.Concat(on("h", 2, 3), on("x", 2, 1)), 2},
+		{"no host hash", on("", 2, 3), 3},
+		{"no CPU count", on("h", 0, 3), 3},
+		{"one host, one node without a count", append(on("h", 2, 2), Member{ID: "z", HostHash: "h"}), 2},
+		{"CPU counts differ: the most counts", append(on("h", 2, 2), Member{ID: "z", HostHash: "h", CPUs: 4}), 2},
+	} {
+		if got := hostUnits(tc.members); got != tc.units {
+			t.Errorf("%s: %d units, want %d", tc.name, got, tc.units)
+		}
+		fit := &ShardPolicy{PerNode: 1, FitHosts: true}
+		if got, want := fit.wantShards(tc.members), max(1, tc.units); got != want {
+			t.Errorf("%s: fitted policy wants %d shards, want %d", tc.name, got, want)
+		}
+		if got, want := (&ShardPolicy{PerNode: 1}).wantShards(tc.members), len(tc.members); got != want {
+			t.Errorf("%s: per-node policy wants %d shards, want %d", tc.name, got, want)
+		}
+	}
+	if got := (&ShardPolicy{PerNode: 2, FitHosts: true}).wantShards(on("h", 4, 3)); got != 4 {
+		t.Errorf("K 2 on 2 units: %d shards, want 4", got)
+	}
+	if got := (&ShardPolicy{PerNode: 1, FitHosts: true}).wantShards(on("h", 64, 1)); got != 1 {
+		t.Errorf("one node: %d shards, want 1", got)
+	}
+	for _, tc := range []struct {
+		c   Config
+		fit bool
+	}{
+		{Config{BootstrapExpect: 3}, true},
+		{Config{BootstrapExpect: 3, Shards: 3}, false},
+		{Config{BootstrapExpect: 3, ShardsPerNode: 1}, false},
+	} {
+		if got := tc.c.initialPolicy().FitHosts; got != tc.fit {
+			t.Errorf("%+v: initial policy fits the hosts: %v, want %v", tc.c, got, tc.fit)
+		}
+	}
+}
+
+// TestNewShardLedFromAHostThatLeadsNone: a new shard's preferred leader is
+// a member of the host whose members lead the fewest shards, even when a
+// member of a leading host holds fewer replicas.
+func TestNewShardLedFromAHostThatLeadsNone(t *testing.T) {
+	n := &Node{cfg: Config{ReplicationFactor: 3}}
+	m := &Membership{
+		Nodes:  []Member{{ID: "a", HostHash: "h"}, {ID: "b", HostHash: "h"}, {ID: "c", HostHash: "h"}, {ID: "d", HostHash: "x"}},
+		Shards: [][]string{{"a", "b", "d"}},
+	}
+	got, err := n.placeNewShard(m, nil)
+	if err != nil || got[0] != "d" {
+		t.Fatalf("new shard placed on %v (%v), want d, of the host leading none, first", got, err)
+	}
+	m.Nodes[3].HostHash = "h" // one host: c holds the fewest replicas
+	if got, err := n.placeNewShard(m, nil); err != nil || got[0] != "c" {
+		t.Fatalf("new shard placed on %v (%v), want c first", got, err)
 	}
 }
 

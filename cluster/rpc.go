@@ -123,7 +123,9 @@ func (n *Node) serveRPC(c net.Conn) {
 		n.disc.merge(req.Known...)
 		res.Known = n.disc.list()
 		n.metaMu.Lock()
-		res.Members = n.meta.Members
+		// Read together: formation may fit the shard count as it sets
+		// the Membership (setMembers).
+		res.Members, res.Shards = n.meta.Members, n.formedShards()
 		n.metaMu.Unlock()
 	case "status":
 		st := n.st.Load()
@@ -285,9 +287,18 @@ func (n *Node) form(ctx context.Context) (*Membership, error) {
 			// expect 1 with Join: a node joining a running cluster never
 			// forms one alone; it waits for a formed peer (join above).
 			n.log.Info("formation: node set complete", "nodes", len(known))
-			m := place(known, n.formedShards(), n.cfg.ReplicationFactor)
+			shards := n.formedShards()
+			if p := n.cfg.initialPolicy(); p.FitHosts {
+				// Every forming node counts the same known set, so they
+				// all fit alike; setMembers makes it the formed count.
+				if want := p.wantShards(known); want < shards {
+					n.log.Info("formation: shards fitted to the hosts' CPUs", "shards", want, "nodes", len(known))
+					shards, n.fitShards = want, want
+				}
+			}
+			m := place(known, shards, n.cfg.ReplicationFactor)
 			m.Policy = n.cfg.initialPolicy()
-			if err := m.check(n.formedShards()); err != nil {
+			if err := m.check(shards); err != nil {
 				return nil, fmt.Errorf("cluster: formation: %w", err)
 			}
 			return m, nil

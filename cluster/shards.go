@@ -188,10 +188,12 @@ func (n *Node) ctrlShards(req *slotRPC) ([]string, error) {
 }
 
 // placeNewShard picks a new shard's replicas: the nodes given (members,
-// not draining; the first is the preferred leader), or, first, the member
-// preferring the fewest live shards (a node that just joined: so every
-// node comes to lead a shard), then the replication factor's worth with
-// the fewest replicas; fewer replicas, then the lower ID, among equals.
+// not draining; the first is the preferred leader), or, first, a member of
+// the host whose members prefer the fewest live shards, and of those the
+// member preferring the fewest (a node that just joined: so every node,
+// and every host, comes to lead a shard), then the replication factor's
+// worth with the fewest replicas; fewer replicas, then the lower ID, among
+// equals.
 func (n *Node) placeNewShard(m *Membership, nodes []string) ([]string, error) {
 	if len(nodes) > 0 {
 		seen := map[string]bool{}
@@ -224,10 +226,27 @@ func (n *Node) placeNewShard(m *Membership, nodes []string) ([]string, error) {
 	if len(eligible) == 0 {
 		return nil, errors.New("no member can hold replicas")
 	}
+	// hostPrefs counts the shards preferring a member of each host (a
+	// member without a host hash is a host of its own).
+	hostOf := func(id string) string {
+		if mb, _ := m.Node(id); mb.HostHash != "" {
+			return "h:" + mb.HostHash
+		}
+		return "n:" + id
+	}
+	hostPrefs := map[string]int{}
+	for id, k := range prefs {
+		hostPrefs[hostOf(id)] += k
+	}
 	slices.Sort(eligible)
 	slices.SortStableFunc(eligible, func(a, b string) int { return reps[a] - reps[b] })
 	lead := slices.Clone(eligible)
-	slices.SortStableFunc(lead, func(a, b string) int { return prefs[a] - prefs[b] })
+	slices.SortStableFunc(lead, func(a, b string) int {
+		if d := hostPrefs[hostOf(a)] - hostPrefs[hostOf(b)]; d != 0 {
+			return d
+		}
+		return prefs[a] - prefs[b]
+	})
 	out := []string{lead[0]}
 	for _, id := range eligible {
 		if len(out) < n.cfg.ReplicationFactor && id != lead[0] {

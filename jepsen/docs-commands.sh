@@ -82,7 +82,7 @@ reply  redis-cli -p 7001 RAFTSTREAM SLOTS STATUS
 run    ./raftstream slots move --addr 127.0.0.1:7001 --slots 0-999 --to 0 --wait
 run    ./raftstream shard remove --addr 127.0.0.1:7001 --shard $S
 reply  redis-cli -p 7001 RAFTSTREAM SHARD POLICY
-reply  redis-cli -p 7001 RAFTSTREAM SHARD POLICY AUTO PER-NODE 1
+reply  redis-cli -p 7001 RAFTSTREAM SHARD POLICY AUTO
 run    kill %1 %2 %3 && wait
 run    go test -run '^$' -bench Throughput -benchtime 1x ./cmd/raftstream
 

@@ -151,10 +151,11 @@ func (s *Server) semFor(shard int) chan struct{} {
 //	    retire a shard that owns no slot, takes part in no move and holds
 //	    no key.
 //	RAFTSTREAM SHARD POLICY
-//	    the automatic shard policy: auto yes|no, per-node K, and the
-//	    live and wanted shard counts.
+//	    the automatic shard policy: auto yes|no, per-node K, and
+//	    fit-hosts yes|no (K per host unit: members on a host with few
+//	    CPUs count as fewer, cluster/policy.go).
 //	RAFTSTREAM SHARD POLICY AUTO|OFF [PER-NODE <k>]
-//	    turn it on or off, and set K.
+//	    turn it on or off, and set K (per member: fit-hosts no).
 //	RAFTSTREAM SHARD CONFIG <shard> GET <pattern>
 //	RAFTSTREAM SHARD CONFIG <shard> SET <param> <value> [...]
 //	    the engine's replicated parameters (stream-node-*, stream-idmp-*)
@@ -272,14 +273,18 @@ func (s *Server) forwardedConfig(f *forwarder, addr string, argv [][]byte) reply
 func shardPolicy(s *Server, ctx context.Context, args [][]byte) reply {
 	if len(args) == 0 {
 		p := s.be.ShardPolicy()
-		auto, k := "no", "0"
+		auto, k, fit := "no", "0", "no"
 		if p != nil {
 			if p.Auto {
 				auto = "yes"
 			}
+			if p.FitHosts {
+				fit = "yes"
+			}
 			k = strconv.FormatFloat(p.PerNode, 'g', -1, 64)
 		}
-		return engine.Array{engine.BulkString("auto"), engine.BulkString(auto), engine.BulkString("per-node"), engine.BulkString(k)}
+		return engine.Array{engine.BulkString("auto"), engine.BulkString(auto), engine.BulkString("per-node"), engine.BulkString(k),
+			engine.BulkString("fit-hosts"), engine.BulkString(fit)}
 	}
 	var auto bool
 	switch strings.ToUpper(string(args[0])) {

@@ -27,7 +27,7 @@ func TestMain(m *testing.M) { testkit.Main(m, false) }
 
 // nodeArgs are every node's flags: its name in the log, info logging and
 // half-second elections.
-var nodeArgs = []string{"--node-name", "{name}", "--log-level", "info",
+var nodeArgs = []string{"--node-name", "{name}", "--host-id", "{name}", "--log-level", "info",
 	"--raft-heartbeat-timeout", "500ms", "--raft-election-timeout", "500ms"}
 
 // cluster is a set of processes formed together.

@@ -64,7 +64,7 @@ func TestSystemShardPolicyScaleOutAndIn(t *testing.T) {
 	c := startCluster(t, 3, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
-	if p, err := shardPolicy(ctx, c.procs[0].Addr); err != nil || p != "[auto yes per-node 1]" {
+	if p, err := shardPolicy(ctx, c.procs[0].Addr); err != nil || p != "[auto yes per-node 1 fit-hosts yes]" {
 		t.Fatalf("shard policy of a default cluster: %q %v", p, err)
 	}
 	// waitShape waits until the slot map has want shards owning slots,

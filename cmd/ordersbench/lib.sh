@@ -135,21 +135,24 @@ stop_nodes() {
   nodepids=()
 }
 
-# start_raftstream NODES SHARDS starts a raftstream cluster (one node: no
-# join) with the server's default replication factor, waits until it serves
-# every slot with its shard leaders spread evenly, and sets port (node 0),
-# spid (node 0's PID), nodepids and addr (every node, comma-separated).
+# start_raftstream NODES [SHARDS] starts a raftstream cluster (one node: no
+# join) with the server's default replication factor, of SHARDS shards or,
+# without it, the count the cluster picks (the default shard policy, which
+# fits it to the host's CPUs), waits until it serves every slot with its
+# shard leaders spread evenly, and sets port (node 0), spid (node 0's PID),
+# nodepids and addr (every node, comma-separated).
 start_raftstream() {
-  local n=$1 s=$2 dir i ports join=""
+  local n=$1 s=${2:-} dir i ports join="" shards=()
+  [ -n "$s" ] && shards=(-shards "$s")
   dir=$(mktemp -d "$tmp/raftstream.XXXX")
   read -r -a ports < <(freeports $((2 * n)))
   for ((i = 0; i < n; i++)); do join+="${join:+,}127.0.0.1:${ports[n + i]}"; done
   nodepids=() addr=""
   for ((i = 0; i < n; i++)); do
     if [ "$n" = 1 ]; then
-      "$rs" -port "${ports[0]}" -cluster-port "${ports[1]}" -shards "$s" -dir "$dir/n0" -log-level warn >"$dir/log0" 2>&1 &
+      "$rs" -port "${ports[0]}" -cluster-port "${ports[1]}" "${shards[@]}" -dir "$dir/n0" -log-level warn >"$dir/log0" 2>&1 &
     else
-      "$rs" -port "${ports[i]}" -cluster-port "${ports[n + i]}" -shards "$s" -dir "$dir/n$i" -bootstrap-expect "$n" \
+      "$rs" -port "${ports[i]}" -cluster-port "${ports[n + i]}" "${shards[@]}" -dir "$dir/n$i" -bootstrap-expect "$n" \
         -join "$join" -node-name "n$i" -log-level warn >"$dir/log$i" 2>&1 &
     fi
     pids+=($!)
@@ -158,6 +161,7 @@ start_raftstream() {
   done
   port=${ports[0]} spid=${nodepids[0]}
   wait_until 1800 cluster_ok "$port" || { echo "raftstream ${n}x$s did not start" >&2; tail -5 "$dir"/log*; exit 1; }
+  [ -n "$s" ] || s=$(redis-cli -p "$port" info all | tr -d '\r' | sed -n 's/^raft_shards://p')
   wait_balanced "$port" "$s" 90 || echo "warning: raftstream ${n}x$s: leaders not spread evenly after 90 s" >&2
 }
 

@@ -10,6 +10,8 @@
 #                   redis-cli --cluster create --cluster-replicas R
 #   raftstream:NxS  raftstream, N nodes × S shards (replication factor
 #                   min(3, N)), measured once its shard leaders are spread;
+#                   raftstream:N, N nodes as started by default (the shard
+#                   policy fits the shard count to this host's CPUs);
 #                   raftstream:NxS:VAR=v[,VAR=v] starts its nodes with those
 #                   environment variables (RAFTSTREAM_RAFT_BUS=off: each
 #                   shard group's AppendEntries on its own connections)
@@ -30,7 +32,7 @@
 # compare CPU per XADD first.
 #
 # Usage: cmd/ordersbench/redis-cluster.sh
-# Env: SETS (default "redis:3x2 raftstream:3x3 redis:3x1 raftstream:3x1"),
+# Env: SETS (default "redis:3x2 raftstream:3 raftstream:3x3 redis:3x1"),
 #      ROUNDS (2), DUR (10s), PIPELINES ("16 1"), DRAIN_N (100000).
 # raftstream and ordersbench are built from this tree into a temp dir, where
 # every server runs on free loopback ports; servers are stopped by PID and
@@ -38,7 +40,7 @@
 # then the medians over the rounds with each set's ratio to the first set
 # (within each round).
 set -u
-sets=${SETS:-redis:3x2 raftstream:3x3 redis:3x1 raftstream:3x1}
+sets=${SETS:-redis:3x2 raftstream:3 raftstream:3x3 redis:3x1}
 rounds=${ROUNDS:-2} dur=${DUR:-10s} pipelines=${PIPELINES:-16 1} drain_n=${DRAIN_N:-100000}
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -111,8 +113,8 @@ for round in $(seq "$rounds"); do
     for e in ${envs//,/ }; do export "${e?}"; done
     case $kind in
     redis) start_redis_cluster "${shape#3x}" ;;
-    raftstream) start_raftstream "${shape%x*}" "${shape#*x}" ;;
-    *) echo "unknown set $s (want redis:3xR or raftstream:NxS[:VAR=v,...])" >&2; exit 2 ;;
+    raftstream) if [[ $shape == *x* ]]; then start_raftstream "${shape%x*}" "${shape#*x}"; else start_raftstream "$shape"; fi ;;
+    *) echo "unknown set $s (want redis:3xR, raftstream:N or raftstream:NxS[:VAR=v,...])" >&2; exit 2 ;;
     esac
     for e in ${envs//,/ }; do unset "${e%%=*}"; done
     for P in $pipelines; do

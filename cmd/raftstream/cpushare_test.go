@@ -23,6 +23,9 @@ func TestCoLocatedNodesShareTheCPUs(t *testing.T) {
 		t.Fatal("no boot ID in /proc/sys/kernel/random/boot_id")
 	}
 	nodes := testkit.NewCluster(t, 3, clusterArgs(3)...)
+	for _, nd := range nodes[:2] {
+		nd.Args = append(nd.Args, "--host-id", "") // the boot ID (NewCluster gives each its own)
+	}
 	nodes[2].Args = append(nodes[2].Args, "--host-id", "another-machine")
 	testkit.StartAll(t, nodes...)
 

@@ -23,6 +23,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -74,6 +75,7 @@ type options struct {
 	deadAfter                  time.Duration
 	gossipAddr                 string
 	hostID                     string
+	hostCPUs                   int
 	announce                   string
 	announcePort               int
 	nodeName                   string
@@ -194,6 +196,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.bootstrapExpect, "bootstrap-expect", 1, "number of nodes forming the initial cluster")
 	fs.IntVar(&o.replicationFactor, "replication-factor", 3, "replicas (Raft voters) per shard, capped at the number of nodes")
 	fs.StringVar(&o.hostID, "host-id", "", "the machine this node runs on, as gossip tells the cluster's other nodes: nodes with the same host ID share its CPUs (GOMAXPROCS = CPUs / co-located nodes, unless GOMAXPROCS is set); empty = the kernel's boot ID, which a host's containers share; none = count this node alone")
+	fs.IntVar(&o.hostCPUs, "host-cpus", 0, "the CPUs this node counts as its host's: a cluster formed without --shards or --shards-per-node gives the nodes of one host one shard per 2 of them (at least one, at most one per node); 0 = the CPUs the Go runtime may use at start (GOMAXPROCS, a container's CPU limit)")
 	fs.StringVar(&o.gossipAddr, "gossip-addr", "", "where memberlist gossip (failure detection and node metadata) runs: empty = the cluster bus port (TCP through the bus, UDP on the same port number); IP:port = a port of its own (TCP and UDP); off = no gossip (every node polls every node)")
 	fs.DurationVar(&o.deadAfter, "dead-after", 30*time.Second, "how long a node may be unreachable before its replicas are moved to other nodes (negative = never)")
 	fs.StringVar(&o.announce, "announce", "", "host announced to clients in MOVED and CLUSTER replies; default --bind")
@@ -252,6 +255,9 @@ func parseFlags(args []string) (*options, error) {
 	}
 	if err := checkSlotOptions(o.slots); err != nil {
 		return nil, err
+	}
+	if o.hostCPUs < 0 {
+		return nil, fmt.Errorf("--host-cpus %d: want 0 or more", o.hostCPUs)
 	}
 	return o, nil
 }
@@ -433,6 +439,10 @@ func clusterConfig(o *options, log *slog.Logger) cluster.Config {
 	c.DeadAfter = o.deadAfter
 	c.GossipAddr = o.gossipAddr
 	c.HostID = hostID(o.hostID)
+	c.HostCPUs = o.hostCPUs
+	if c.HostCPUs == 0 {
+		c.HostCPUs = runtime.GOMAXPROCS(0) // before the CPU share changes it
+	}
 	if share := newCPUShare(log); share != nil {
 		c.OnCoLocated = share.set
 	}

@@ -1,10 +1,15 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/raftstream/raftstream/jepsen/testkit"
 )
 
 // TestShardPolicyCommands: RAFTSTREAM SHARD POLICY shows the policy of a
@@ -37,7 +42,7 @@ func TestShardPolicyCommands(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	waitShow(a, "[auto yes per-node 1]")
+	waitShow(a, "[auto yes per-node 1 fit-hosts yes]")
 	owner, _, _, err := slotMapOf(a)
 	if err != nil {
 		t.Fatal(err)
@@ -61,12 +66,12 @@ func TestShardPolicyCommands(t *testing.T) {
 	if _, err := rsCall(b, "RAFTSTREAM", "SHARD", "POLICY", "OFF", "PER-NODE", "2"); err != nil {
 		t.Fatal(err)
 	}
-	waitShow(a, "[auto no per-node 2]")
+	waitShow(a, "[auto no per-node 2 fit-hosts no]")
 	if out, err := runCLI(t, "shard", "policy", "--addr", a, "--set", "auto", "--per-node", "1"); err != nil || strings.TrimSpace(out) != "OK" {
 		t.Fatalf("raftstream shard policy --set auto: %q %v", out, err)
 	}
-	waitShow(b, "[auto yes per-node 1]")
-	if out, err := runCLI(t, "shard", "policy", "--addr", b); err != nil || out != "auto yes\nper-node 1\n" {
+	waitShow(b, "[auto yes per-node 1 fit-hosts no]")
+	if out, err := runCLI(t, "shard", "policy", "--addr", b); err != nil || out != "auto yes\nper-node 1\nfit-hosts no\n" {
 		t.Fatalf("raftstream shard policy: %q %v", out, err)
 	}
 	// An operator's move turns the policy off, so it does not undo it.
@@ -74,7 +79,7 @@ func TestShardPolicyCommands(t *testing.T) {
 	if _, err := moveSlot(a, 0, to); err != nil {
 		t.Fatal(err)
 	}
-	waitShow(a, "[auto no per-node 1]")
+	waitShow(a, "[auto no per-node 1 fit-hosts no]")
 	if err := waitSlotOwner(t.Context(), []string{a}, 0, to); err != nil {
 		t.Fatal(err)
 	}
@@ -164,6 +169,85 @@ func TestAddedShardsTakeTheSettings(t *testing.T) {
 		v, err := rsCall(n.Addr, "RAFTSTREAM", "SHARD", "CONFIG", "4", "GET", "stream-node-max-entries")
 		if fmt.Sprint(v) != "[stream-node-max-entries 9]" || err != nil {
 			t.Errorf("shard 4 through %s after SET: %v %v", n.Name, v, err)
+		}
+	}
+}
+
+// TestDefaultClusterFitsTheHosts: three nodes on one host of 2 CPUs
+// (--host-id, --host-cpus) formed without a shard count have one shard,
+// which a cluster client writes every slot through, and a policy that
+// fits the hosts. A node that joins from another host of 2 CPUs counts as
+// a unit of its own: the policy adds a shard, which owns slots and which
+// the newcomer leads.
+func TestDefaultClusterFitsTheHosts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process test")
+	}
+	nodes := testkit.NewCluster(t, 3, clusterArgs(0, "--host-id", "one-host", "--host-cpus", "2")...)
+	testkit.StartAll(t, nodes...)
+	addrs := addrsOf(nodes)
+	a := addrs[0]
+	if v, err := rsCall(a, "RAFTSTREAM", "SHARD", "POLICY"); err != nil || fmt.Sprint(v) != "[auto yes per-node 1 fit-hosts yes]" {
+		t.Fatalf("SHARD POLICY: %v %v", v, err)
+	}
+	// owners counts the shards owning slots, as every node of addrs says
+	// once no move is in flight (0 until then).
+	owners := func(addrs []string) int {
+		n := -1
+		for _, addr := range addrs {
+			owner, inFlight, _, err := slotMapOf(addr)
+			if err != nil || inFlight > 0 {
+				return 0
+			}
+			set := map[int]bool{}
+			for _, o := range owner {
+				set[o] = true
+			}
+			if n >= 0 && len(set) != n {
+				return 0
+			}
+			n = len(set)
+		}
+		return n
+	}
+	if got := owners(addrs); got != 1 {
+		t.Fatalf("%d shards own slots, want 1", got)
+	}
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRedirects: 8})
+	defer cc.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	for i := range 16 {
+		if err := cc.XAdd(ctx, &redis.XAddArgs{Stream: fmt.Sprintf("orders:{%d}", i), Values: []any{"n", i}}).Err(); err != nil {
+			t.Fatalf("XADD orders:{%d}: %v", i, err)
+		}
+	}
+
+	n4 := testkit.NewNode(t, "n4", "", clusterArgs(0, "--join", nodes[0].BusAddr(), "--host-id", "another-host", "--host-cpus", "2")...)
+	n4.Start()
+	addrs = append(addrs, n4.Addr)
+	for deadline := time.Now().Add(90 * time.Second); owners(addrs) != 2; time.Sleep(250 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d shards own slots 90 s after a node of another host joined, want 2", owners(addrs))
+		}
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(250 * time.Millisecond) {
+		led := 0
+		for _, addr := range shardLeaders(addrs) {
+			if addr == n4.Addr {
+				led++
+			}
+		}
+		if led == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the node from another host leads %d shards, want 1 (leaders %v)", led, shardLeaders(addrs))
+		}
+	}
+	for i := range 16 {
+		if n, err := cc.XLen(ctx, fmt.Sprintf("orders:{%d}", i)).Result(); err != nil || n != 1 {
+			t.Fatalf("XLEN orders:{%d} = %d, %v after the shard was added; want 1", i, n, err)
 		}
 	}
 }

@@ -73,7 +73,7 @@ func DefaultArgs(nodes int) []string {
 	a := "--port {port} --dir {dir} --debug-clock-offset {clock}"
 	if nodes > 1 {
 		a += " --cluster-port {bus} --cluster-announce-bus {busannounce} --join {join} --bootstrap-expect {n}" +
-			" --node-name {name} --debug-dial-map {dialmap}"
+			" --node-name {name} --host-id {name} --debug-dial-map {dialmap}"
 	}
 	return strings.Fields(a)
 }

@@ -88,8 +88,10 @@ func StartNode(t testing.TB, dir string, args ...string) *Node {
 
 // NewCluster prepares n nodes, n1…nN, that form one cluster when they are
 // started together (StartAll): each has --join with every node's bus
-// address and --bootstrap-expect n, then args. Their data directories
-// share one t.TempDir().
+// address, --bootstrap-expect n and --host-id its name (the nodes model
+// machines of their own, so a cluster formed without a shard count has one
+// shard per node whatever this machine's CPUs), then args. Their data
+// directories share one t.TempDir().
 func NewCluster(t testing.TB, n int, args ...string) []*Node {
 	t.Helper()
 	root := t.TempDir()
@@ -101,7 +103,7 @@ func NewCluster(t testing.TB, n int, args ...string) []*Node {
 		buses[i] = nodes[i].BusAddr()
 	}
 	for _, nd := range nodes {
-		nd.Args = append([]string{"--join", strings.Join(buses, ","), "--bootstrap-expect", strconv.Itoa(n)}, args...)
+		nd.Args = append([]string{"--join", strings.Join(buses, ","), "--bootstrap-expect", strconv.Itoa(n), "--host-id", nd.Name}, args...)
 	}
 	return nodes
 }
