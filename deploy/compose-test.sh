@@ -332,9 +332,16 @@ log "restarting node2"
 docker start "$victim" >/dev/null
 if wait_healthy 90; then pass "node2 healthy again after restart"; else fail "node2 not healthy after restart"; docker logs --tail 20 "$victim" 2>&1; fi
 # With more nodes than replicas a node hosts only some shards: READONLY
-# reads of the others are redirected (MOVED) and are skipped.
+# reads of the others are redirected (MOVED) and are skipped. A node may
+# host none (5 nodes on a host of few CPUs: the shard count is fitted to
+# it); then its writes below are what shows it serving.
 ok=0
+if [ "$(redis-cli -p 7002 INFO all 2>/dev/null | tr -d '\r' | sed -n 's/^raft_shards_hosted://p')" = 0 ]; then
+  ok=1 hosted=0
+  pass "restarted node2 hosts no shard ($(redis-cli -p 7002 INFO all | tr -d '\r' | sed -n 's/^raft_shards://p') shards over the nodes): no READONLY reads to check"
+fi
 for _ in $(seq 1 60); do
+  [ "$ok" = 1 ] && break
   lag=0 hosted=0
   for i in $(seq 0 $((streams - 1))); do
     want=$(awk -v k="orders:{$i}" '$1 == k' "$T/present" | wc -l)
@@ -346,8 +353,12 @@ for _ in $(seq 1 60); do
   [ "$lag" = 0 ] && [ "$hosted" -gt 0 ] && { ok=1; break; }
   sleep 0.5
 done
-[ "$ok" = 1 ] && pass "restarted node2 caught up (READONLY XLEN on 7002 matches the $hosted streams it hosts)" \
-  || fail "restarted node2 did not catch up within 30 s ($hosted streams hosted)"
+if [ "$hosted" -gt 0 ]; then
+  [ "$ok" = 1 ] && pass "restarted node2 caught up (READONLY XLEN on 7002 matches the $hosted streams it hosts)" \
+    || fail "restarted node2 did not catch up within 30 s ($hosted streams hosted)"
+elif [ "$ok" != 1 ]; then
+  fail "restarted node2 did not catch up within 30 s ($hosted streams hosted)"
+fi
 r=$(redis-cli -c -p 7002 XADD 'orders:{0}' '*' seq after-restart 2>&1)
 [[ "$r" =~ ^[0-9]+-[0-9]+$ ]] && pass "writes through the restarted node ($r)" || fail "write through 7002 after restart: $r"
 cov=$(slot_coverage 7002)
