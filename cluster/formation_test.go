@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -151,6 +152,42 @@ func TestFormationFitsTheHosts(t *testing.T) {
 				t.Fatalf("reopened with %d shards, want %d", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestFormationRefusesMixedShardCounts: a node given --shards does not
+// form a cluster with one that fits its count to the hosts, even when
+// the counts agree before the fit: the two could form different clusters.
+func TestFormationRefusesMixedShardCounts(t *testing.T) {
+	cfgs := make([]Config, 2)
+	var join []string
+	for i := range cfgs {
+		c := testConfig(t, t.TempDir())
+		c.AnnouncePort = testkit.FreePort(t)
+		c.BindAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(testkit.FreePort(t)))
+		c.AdvertiseBus = ""
+		c.BootstrapExpect = len(cfgs)
+		c.HostID, c.HostCPUs = "one-host", 2
+		cfgs[i] = c
+		join = append(join, c.BindAddr)
+	}
+	cfgs[0].Shards = 2 // what the other's default would be before the fit
+	ctx, cancel := context.WithTimeout(context.Background(), formationBudget)
+	defer cancel()
+	errs := make(chan error, len(cfgs))
+	for i := range cfgs {
+		cfgs[i].Join = join
+		n, err := Open(cfgs[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer n.Close()
+		go func() { errs <- n.Start(ctx) }()
+	}
+	for range cfgs {
+		if err := <-errs; err == nil || !strings.Contains(err.Error(), "give every node the same --shards") {
+			t.Fatalf("Start = %v, want the mixed shard counts refused", err)
+		}
 	}
 }
 

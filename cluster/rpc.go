@@ -44,9 +44,12 @@ type rpcRequest struct {
 }
 
 type rpcResponse struct {
-	Self    Member      `json:"self"`
-	Known   []Member    `json:"known,omitempty"`
-	Shards  int         `json:"shards"`
+	Self   Member   `json:"self"`
+	Known  []Member `json:"known,omitempty"`
+	Shards int      `json:"shards"`
+	// Fixed: the responder's shard count was given (--shards or
+	// --shards-per-node), not fitted to the hosts at formation.
+	Fixed   bool        `json:"fixed,omitempty"`
 	Members *Membership `json:"members,omitempty"`
 	Leads   []int       `json:"leads,omitempty"`
 	// LeadTerms[i] is the term in which the responder leads Leads[i].
@@ -113,7 +116,7 @@ func (n *Node) serveRPC(c net.Conn) {
 	if err := json.NewDecoder(bufio.NewReader(c)).Decode(&req); err != nil {
 		return
 	}
-	res := rpcResponse{Self: n.self, Shards: n.formedShards()}
+	res := rpcResponse{Self: n.self, Shards: n.formedShards(), Fixed: !n.cfg.initialPolicy().FitHosts}
 	if req.Op == "hello" || req.Op == "status" {
 		n.observeMember(req.From)
 	}
@@ -266,6 +269,11 @@ func (n *Node) form(ctx context.Context) (*Membership, error) {
 			if res.Shards != n.formedShards() {
 				return nil, fmt.Errorf("cluster: node %s at %s has %d shards, this node %d", res.Self.ID, a, res.Shards, n.formedShards())
 			}
+			if fixed := !n.cfg.initialPolicy().FitHosts; res.Members == nil && res.Fixed != fixed {
+				// The two would form different shard counts.
+				return nil, fmt.Errorf("cluster: node %s at %s %s, this node %s: give every node the same --shards and --shards-per-node",
+					res.Self.ID, a, shardCountSource(res.Fixed), shardCountSource(fixed))
+			}
 			if res.Members != nil {
 				if _, ok := res.Members.Node(n.id); ok {
 					if err := res.Members.check(n.formedShards()); err != nil {
@@ -313,6 +321,14 @@ func (n *Node) form(ctx context.Context) (*Membership, error) {
 		case <-tick.C:
 		}
 	}
+}
+
+// shardCountSource says where a forming node's shard count comes from.
+func shardCountSource(fixed bool) string {
+	if fixed {
+		return "was given its shard count"
+	}
+	return "fits its shard count to the hosts"
 }
 
 func splitHostPort(a string) (string, int, error) {
