@@ -184,7 +184,7 @@ func (n *Node) ctrlPolicy(req *slotRPC) error {
 			p.PerNode, p.FitHosts = k, false
 		}
 		m.Policy = &p
-		n.log.Info("controller: shard policy", "auto", p.Auto, "per_node", p.PerNode)
+		n.log.Info("controller: shard policy", "auto", p.Auto, "per_node", p.PerNode, "fit_hosts", p.FitHosts)
 		return nil
 	})
 	return err

@@ -188,7 +188,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.port, "port", 6379, "RESP port")
 	fs.StringVar(&o.dir, "dir", "./raftstream-data", "data directory (node identity, Raft logs and snapshots)")
 	fs.StringVar(&o.requirepass, "requirepass", "", "password clients must send with AUTH or HELLO AUTH (Redis's requirepass)")
-	fs.IntVar(&o.shards, "shards", 0, "number of shards (Raft groups) of a NEW cluster; 0 = 1 for a single node, 16 for a cluster")
+	fs.IntVar(&o.shards, "shards", 0, "number of shards (Raft groups) of a NEW cluster; 0 = 1 for a single node, and for a cluster one per node, fewer for nodes that share a host of few CPUs (--host-cpus)")
 	fs.IntVar(&o.clusterPort, "cluster-port", 0, "cluster bus port shared by all Raft groups; 0 = port+10000")
 	fs.StringVar(&o.clusterBind, "cluster-bind", "", "cluster bus listen host; default --bind")
 	fs.StringVar(&o.clusterAdvert, "cluster-announce-bus", "", "cluster bus host:port other nodes dial; default the bus listen address")

@@ -39,7 +39,7 @@ type slotOptions struct {
 func registerSlotFlags(fs *flag.FlagSet, o *slotOptions) {
 	fs.Int64Var(&o.migrateRate, "migrate-rate", cluster.DefaultMigrateRate, "bytes per second this node copies to other shards when it moves slots (all moves together; negative = unlimited)")
 	fs.IntVar(&o.migrateChunk, "migrate-chunk", cluster.DefaultMigrateChunk, "largest log entry of a slot move in bytes (bigger keys are sent in chunks of this size)")
-	fs.Float64Var(&o.shardsPerNode, "shards-per-node", 0, "shards per node the shard policy of a NEW cluster keeps as nodes join and leave; 0 = --shards / --bootstrap-expect when --shards is given, else 1 (RAFTSTREAM SHARD POLICY changes it later)")
+	fs.Float64Var(&o.shardsPerNode, "shards-per-node", 0, "shards per node the shard policy of a NEW cluster keeps as nodes join and leave; 0 = --shards / --bootstrap-expect when --shards is given, else 1 with nodes that share a host of few CPUs counting as fewer (--host-cpus) (RAFTSTREAM SHARD POLICY changes it later)")
 	fs.StringVar(&o.shardPolicy, "shard-policy", "auto", "shard policy of a NEW cluster: auto (shards added, retired and given slots as nodes join and leave) or off (only by RAFTSTREAM SHARD and SLOTS MOVE)")
 }
 
@@ -263,7 +263,7 @@ func shardCmd(args []string, stdout, stderr io.Writer) int {
 func shardPolicyCmd(args []string, stdout, stderr io.Writer) int {
 	fs, addr, pass, timeout := clientFlags("shard policy", stderr)
 	set := fs.String("set", "", "auto or off: turn the shard policy on or off")
-	perNode := fs.String("per-node", "", "shards per node the policy keeps (with --set)")
+	perNode := fs.String("per-node", "", "shards per node the policy keeps, counted per node, not fitted to the hosts (with --set)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
