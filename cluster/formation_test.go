@@ -91,6 +91,27 @@ func formTogether(ctx context.Context, t *testing.T, cfgs []Config, lastDelay ti
 	return nodes
 }
 
+// oneHostConfigs are the configurations of n nodes on free loopback ports
+// that form one cluster (each joins all) on one host of cpus CPUs.
+func oneHostConfigs(t *testing.T, n, cpus int) []Config {
+	cfgs := make([]Config, n)
+	var join []string
+	for i := range cfgs {
+		c := testConfig(t, t.TempDir())
+		c.AnnouncePort = testkit.FreePort(t)
+		c.BindAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(testkit.FreePort(t)))
+		c.AdvertiseBus = ""
+		c.BootstrapExpect = n
+		c.HostID, c.HostCPUs = "one-host", cpus
+		cfgs[i] = c
+		join = append(join, c.BindAddr)
+	}
+	for i := range cfgs {
+		cfgs[i].Join = join
+	}
+	return cfgs
+}
+
 // TestFormationFitsTheHosts: three nodes formed without a shard count
 // fit it to their hosts. On one 2-CPU host they form one shard, every
 // node agreeing, with the count persisted (a restarted node reopens with
@@ -108,22 +129,10 @@ func TestFormationFitsTheHosts(t *testing.T) {
 		{"one 2-CPU host, --shards 3", 2, 3, 3, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfgs := make([]Config, 3)
-			var join []string
+			cfgs := oneHostConfigs(t, 3, tc.cpus)
 			for i := range cfgs {
-				c := testConfig(t, t.TempDir())
-				c.AnnouncePort = testkit.FreePort(t)
-				c.BindAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(testkit.FreePort(t)))
-				c.AdvertiseBus = ""
-				c.BootstrapExpect = len(cfgs)
-				c.Shards = tc.shards
-				c.HostID, c.HostCPUs = "one-host", tc.cpus
-				loadedTiming(&c)
-				cfgs[i] = c
-				join = append(join, c.BindAddr)
-			}
-			for i := range cfgs {
-				cfgs[i].Join = join
+				cfgs[i].Shards = tc.shards
+				loadedTiming(&cfgs[i])
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), formationBudget)
 			defer cancel()
@@ -159,24 +168,12 @@ func TestFormationFitsTheHosts(t *testing.T) {
 // form a cluster with one that fits its count to the hosts, even when
 // the counts agree before the fit: the two could form different clusters.
 func TestFormationRefusesMixedShardCounts(t *testing.T) {
-	cfgs := make([]Config, 2)
-	var join []string
-	for i := range cfgs {
-		c := testConfig(t, t.TempDir())
-		c.AnnouncePort = testkit.FreePort(t)
-		c.BindAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(testkit.FreePort(t)))
-		c.AdvertiseBus = ""
-		c.BootstrapExpect = len(cfgs)
-		c.HostID, c.HostCPUs = "one-host", 2
-		cfgs[i] = c
-		join = append(join, c.BindAddr)
-	}
+	cfgs := oneHostConfigs(t, 2, 2)
 	cfgs[0].Shards = 2 // what the other's default would be before the fit
 	ctx, cancel := context.WithTimeout(context.Background(), formationBudget)
 	defer cancel()
 	errs := make(chan error, len(cfgs))
 	for i := range cfgs {
-		cfgs[i].Join = join
 		n, err := Open(cfgs[i])
 		if err != nil {
 			t.Fatal(err)
