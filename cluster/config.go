@@ -412,9 +412,12 @@ func (c *Config) perNode() float64 {
 	return 1
 }
 
-// initialPolicy is the shard policy a cluster is formed with: it fits the
-// shards to the hosts unless the operator chose a count (Shards or
+// fitsHosts reports whether a cluster formed with c fits its shard count
+// to the hosts: unless the operator chose a count (Shards or
 // ShardsPerNode).
+func (c *Config) fitsHosts() bool { return c.Shards == 0 && c.ShardsPerNode == 0 }
+
+// initialPolicy is the shard policy a cluster is formed with.
 func (c *Config) initialPolicy() *ShardPolicy {
-	return &ShardPolicy{Auto: !c.ShardPolicyOff, PerNode: c.perNode(), FitHosts: c.Shards == 0 && c.ShardsPerNode == 0}
+	return &ShardPolicy{Auto: !c.ShardPolicyOff, PerNode: c.perNode(), FitHosts: c.fitsHosts()}
 }

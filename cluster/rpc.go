@@ -47,7 +47,7 @@ type rpcResponse struct {
 	Self   Member   `json:"self"`
 	Known  []Member `json:"known,omitempty"`
 	Shards int      `json:"shards"`
-	// Fixed: the responder's shard count was given (--shards or
+	// Fixed (hello): the responder's shard count was given (--shards or
 	// --shards-per-node), not fitted to the hosts at formation.
 	Fixed   bool        `json:"fixed,omitempty"`
 	Members *Membership `json:"members,omitempty"`
@@ -116,7 +116,7 @@ func (n *Node) serveRPC(c net.Conn) {
 	if err := json.NewDecoder(bufio.NewReader(c)).Decode(&req); err != nil {
 		return
 	}
-	res := rpcResponse{Self: n.self, Shards: n.formedShards(), Fixed: !n.cfg.initialPolicy().FitHosts}
+	res := rpcResponse{Self: n.self, Shards: n.formedShards()}
 	if req.Op == "hello" || req.Op == "status" {
 		n.observeMember(req.From)
 	}
@@ -130,6 +130,7 @@ func (n *Node) serveRPC(c net.Conn) {
 		// the Membership (setMembers).
 		res.Members, res.Shards = n.meta.Members, n.formedShards()
 		n.metaMu.Unlock()
+		res.Fixed = !n.cfg.fitsHosts()
 	case "status":
 		st := n.st.Load()
 		res.Applied = make(map[int]uint64)
@@ -269,7 +270,7 @@ func (n *Node) form(ctx context.Context) (*Membership, error) {
 			if res.Shards != n.formedShards() {
 				return nil, fmt.Errorf("cluster: node %s at %s has %d shards, this node %d", res.Self.ID, a, res.Shards, n.formedShards())
 			}
-			if fixed := !n.cfg.initialPolicy().FitHosts; res.Members == nil && res.Fixed != fixed {
+			if fixed := !n.cfg.fitsHosts(); res.Members == nil && res.Fixed != fixed {
 				// The two would form different shard counts.
 				return nil, fmt.Errorf("cluster: node %s at %s %s, this node %s: give every node the same --shards and --shards-per-node",
 					res.Self.ID, a, shardCountSource(res.Fixed), shardCountSource(fixed))
@@ -296,10 +297,10 @@ func (n *Node) form(ctx context.Context) (*Membership, error) {
 			// forms one alone; it waits for a formed peer (join above).
 			n.log.Info("formation: node set complete", "nodes", len(known))
 			shards := n.formedShards()
-			if p := n.cfg.initialPolicy(); p.FitHosts {
+			if n.cfg.fitsHosts() {
 				// Every forming node counts the same known set, so they
 				// all fit alike; setMembers makes it the formed count.
-				if want := p.wantShards(known); want < shards {
+				if want := n.cfg.initialPolicy().wantShards(known); want < shards {
 					n.log.Info("formation: shards fitted to the hosts' CPUs", "shards", want, "nodes", len(known))
 					shards, n.fitShards = want, want
 				}

@@ -47,12 +47,8 @@ func TestShardPolicyCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	distinct := map[int]bool{}
-	for _, s := range owner {
-		distinct[s] = true
-	}
-	if len(distinct) != 3 {
-		t.Fatalf("a default 3-node cluster has %d shards owning slots, want 3", len(distinct))
+	if n := shardsOwning(owner); n != 3 {
+		t.Fatalf("a default 3-node cluster has %d shards owning slots, want 3", n)
 	}
 	for _, bad := range [][]string{
 		{"BOGUS"}, {"AUTO", "PER-NODE"}, {"AUTO", "PER-NODE", "0"}, {"AUTO", "PER-NODE", "x"},
@@ -128,15 +124,11 @@ func TestAddedShardsTakeTheSettings(t *testing.T) {
 	deadline := time.Now().Add(90 * time.Second)
 	for {
 		owner, moves, _, err := slotMapOf(a)
-		distinct := map[int]bool{}
-		for _, s := range owner {
-			distinct[s] = true
-		}
-		if err == nil && len(distinct) == 6 && moves == 0 {
+		if err == nil && shardsOwning(owner) == 6 && moves == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("6 shards owning slots not within 90 s: %d shards, %d moves, %v", len(distinct), moves, err)
+			t.Fatalf("6 shards owning slots not within 90 s: %d shards, %d moves, %v", shardsOwning(owner), moves, err)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
@@ -196,17 +188,10 @@ func TestDefaultClusterFitsTheHosts(t *testing.T) {
 		n := -1
 		for _, addr := range addrs {
 			owner, inFlight, _, err := slotMapOf(addr)
-			if err != nil || inFlight > 0 {
+			if err != nil || inFlight > 0 || (n >= 0 && shardsOwning(owner) != n) {
 				return 0
 			}
-			set := map[int]bool{}
-			for _, o := range owner {
-				set[o] = true
-			}
-			if n >= 0 && len(set) != n {
-				return 0
-			}
-			n = len(set)
+			n = shardsOwning(owner)
 		}
 		return n
 	}
@@ -250,4 +235,13 @@ func TestDefaultClusterFitsTheHosts(t *testing.T) {
 			t.Fatalf("XLEN orders:{%d} = %d, %v after the shard was added; want 1", i, n, err)
 		}
 	}
+}
+
+// shardsOwning counts the distinct shards of a slot map (slotMapOf).
+func shardsOwning(owner []int) int {
+	distinct := map[int]bool{}
+	for _, s := range owner {
+		distinct[s] = true
+	}
+	return len(distinct)
 }
