@@ -57,6 +57,7 @@ func main() {
 	if len(os.Args) > 1 && adminCommands[os.Args[1]] != nil {
 		os.Exit(adminCommands[os.Args[1]](os.Args[2:], os.Stdout, os.Stderr))
 	}
+	sysmonBackoff() // re-executes with the runtime's monitor backing off (sysmon.go)
 	if err := run(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "raftstream:", err)
 		os.Exit(1)
