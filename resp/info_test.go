@@ -53,7 +53,7 @@ func infoOrder(raw string) map[string][]string {
 }
 
 // infoExtras are raftstream's own fields, documented in deploy/OPERATIONS.md.
-var infoExtras = regexp.MustCompile(`^(raftstream_version|go_version|go_maxprocs|colocated_nodes|raft_log_\w+|raft_entries_\w+|raft_entry_commands|raft_commit_usec|shard\d+|client_(query|output)_buffer_limit_disconnections)$`)
+var infoExtras = regexp.MustCompile(`^(raftstream_version|go_version|go_maxprocs|go_godebug|colocated_nodes|raft_log_\w+|raft_entries_\w+|raft_entry_commands|raft_commit_usec|shard\d+|client_(query|output)_buffer_limit_disconnections)$`)
 
 // TestInfoMatchesRedis: INFO's sections (which ones each selection gives,
 // their order and headers), the field names of each (every one Redis's, but

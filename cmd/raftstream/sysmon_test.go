@@ -44,7 +44,8 @@ func TestWithSysmonSetting(t *testing.T) {
 
 // TestServerRunsWithSysmonBackoff: the server process (same PID as
 // started) runs with the setting in its GODEBUG, after the caller's own
-// settings; a GODEBUG that sets schedtrace is left as it is.
+// settings, and INFO's go_godebug shows it; a GODEBUG that sets schedtrace
+// is left as it is.
 func TestServerRunsWithSysmonBackoff(t *testing.T) {
 	environ := func(nd *testkit.Node) string {
 		t.Helper()
@@ -63,6 +64,9 @@ func TestServerRunsWithSysmonBackoff(t *testing.T) {
 	nd := testkit.StartNode(t, "")
 	if got := environ(nd); got != "madvdontneed=1,"+sysmonSetting {
 		t.Errorf("GODEBUG %q, want %q", got, "madvdontneed=1,"+sysmonSetting)
+	}
+	if info := rawBulk(t, nd.Addr, "INFO", "server"); !strings.Contains(info, "\r\ngo_godebug:madvdontneed=1,"+sysmonSetting+"\r\n") {
+		t.Errorf("INFO server does not show the GODEBUG setting:\n%s", info)
 	}
 	t.Setenv("GODEBUG", "schedtrace=0")
 	nd2 := testkit.StartNode(t, "")
