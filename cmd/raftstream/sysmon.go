@@ -21,10 +21,10 @@ import (
 // stays up to print the scheduler's state every schedtrace milliseconds),
 // so it backs off between bursts and stays backed off. The server runs
 // with the largest period, 2^31-1 ms (24.8 days): the runtime prints one
-// "SCHED" line to stderr when the host's monotonic clock passes a multiple
-// of it, which is at start on a host up for longer than that. Setting
+// "SCHED" line to stderr once the host's monotonic clock reaches it (at
+// start on a host up for longer) and every period after that. Setting
 // schedtrace in GODEBUG yourself (schedtrace=0 turns the line and this
-// setting off) is left alone.
+// setting off) is left alone; INFO's go_godebug shows the process's.
 const sysmonSetting = "schedtrace=2147483647"
 
 // sysmonBackoff re-executes the server (same PID, arguments and
