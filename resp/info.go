@@ -232,7 +232,7 @@ func (s *Server) infoServer(w infoWriter) {
 	w.kv("raftstream_version", RaftstreamVersion)
 	w.kv("go_version", runtime.Version())
 	w.kv("go_maxprocs", runtime.GOMAXPROCS(0))
-	w.kv("go_godebug", os.Getenv("GODEBUG"))
+	w.kv("go_godebug", s.cfg.GoDebug)
 	w.kv("colocated_nodes", s.be.CoLocated())
 }
 

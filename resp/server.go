@@ -60,6 +60,9 @@ type Config struct {
 	// SET loglevel changes (config.go). Nil: the level is reported but
 	// changes nothing.
 	LogLevel *slog.LevelVar
+	// GoDebug is reported by INFO (go_godebug): the process's GODEBUG, as
+	// cmd/raftstream read it from the environment.
+	GoDebug string
 }
 
 // DefaultConfig returns Redis's defaults.

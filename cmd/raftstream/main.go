@@ -361,6 +361,7 @@ func run(args []string) error {
 	rcfg.Forwarding = o.forwarding
 	rcfg.Logger = log
 	rcfg.LogLevel = logLevel
+	rcfg.GoDebug = os.Getenv("GODEBUG") // with the monitor setting (sysmon.go)
 	rcfg.Port, rcfg.Bind, rcfg.Dir = o.port, o.bind, o.dir
 	srv := resp.New(node, rcfg)
 	served.Store(srv)
