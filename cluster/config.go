@@ -176,6 +176,11 @@ type Config struct {
 	// CoLocated's new value each time it changes (the process can then
 	// size itself to its share of the host's CPUs).
 	OnCoLocated func(n int)
+	// OnHosted, when set, is called with the number of shard replicas
+	// this node hosts each time it changes (the process can then size
+	// itself to the shards it runs). Called with the node's state lock
+	// held: it must not call back into the Node.
+	OnHosted func(n int)
 
 	// DialTimeout bounds cluster-bus dials and the preamble read of an
 	// accepted connection. Default 5s.

@@ -92,6 +92,17 @@ type state struct {
 	shards []*localShard
 }
 
+// hosted is how many shard replicas st has.
+func (st *state) hosted() int {
+	n := 0
+	for _, ls := range st.shards {
+		if ls != nil {
+			n++
+		}
+	}
+	return n
+}
+
 // localShard is one hosted shard replica, its transport, and what its
 // followers acknowledged while it led (replication.go).
 type localShard struct {
@@ -326,6 +337,9 @@ func (n *Node) updateState(f func(old *state) *state) {
 	n.st.Store(st)
 	if old == nil || st.members != old.members {
 		n.publishSlots(st.members)
+	}
+	if h := st.hosted(); n.cfg.OnHosted != nil && (old == nil || h != old.hosted()) {
+		n.cfg.OnHosted(h)
 	}
 }
 

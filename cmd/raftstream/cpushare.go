@@ -8,29 +8,40 @@ import (
 	"sync"
 )
 
-// A node of a cluster whose other nodes run on the same host (docker
-// compose on one machine, a laptop's test cluster, pods packed onto one
-// kubernetes node) shares the host's CPUs with them. Each Go runtime would
-// otherwise schedule as if it had them all: with GOMAXPROCS at the host's
-// CPU count in every process, idle threads spin looking for work that runs
-// on another process's CPU, and a hand-off between goroutines wakes a
-// thread that must first win a CPU back. Three co-located nodes on a 2-CPU
-// host, each at GOMAXPROCS=1, made 13–16% fewer context switches per XADD
-// and spent about 8% less CPU per XADD, summed over the nodes, than at
-// GOMAXPROCS=2 (cmd/ordersbench/PERFORMANCE.md).
+// cpuShare sizes GOMAXPROCS to the work a node can run in parallel and to
+// its share of the host's CPUs: ⌈CPUs / co-located nodes⌉, and at most one
+// P per shard replica the node hosts (at least one).
 //
-// cpuShare therefore sets GOMAXPROCS to ⌈CPUs / co-located nodes⌉ whenever
-// the cluster's gossip finds members on this host (cluster.Node.CoLocated:
-// the same --host-id, by default the kernel's boot ID, which containers
-// share with their host), and gives the runtime its default back when it
-// finds none. It does nothing when GOMAXPROCS is set in the environment
-// (the operator's setting wins) or when the runtime's default is already
-// below the CPU count (a container CPU limit: that share is the
-// container's own).
+// The share: a node of a cluster whose other nodes run on the same host
+// (docker compose on one machine, a laptop's test cluster, pods packed onto
+// one kubernetes node) shares the host's CPUs with them. Each Go runtime
+// would otherwise schedule as if it had them all: idle threads spin looking
+// for work that runs on another process's CPU, and a hand-off between
+// goroutines wakes a thread that must first win a CPU back. Three
+// co-located nodes on a 2-CPU host, each at GOMAXPROCS=1, made 13–16% fewer
+// context switches per XADD and spent about 8% less CPU per XADD, summed
+// over the nodes, than at GOMAXPROCS=2 (cmd/ordersbench/PERFORMANCE.md).
+// Co-located members are the ones gossip finds with the same --host-id (by
+// default the kernel's boot ID, which containers share with their host).
+//
+// The shards: a replica's writes go through one serial chain of goroutines
+// (batcher, Raft's loops, the node log's writer, the apply), each handing
+// off to the next. A P beyond the work there is to run sits idle, and the
+// runtime wakes a thread for it at every hand-off, which then finds nothing
+// and sleeps again. One node with one shard on a 2-CPU host, at GOMAXPROCS=1
+// instead of 2, made 0.12 against 0.31 context switches and spent 22 against
+// 33 CPU µs per XADD at redis-benchmark -P 1, and 2.3 against 3.0 µs at
+// -P 16, with more XADD/s at both (cmd/ordersbench/PERFORMANCE.md).
+//
+// cpuShare does nothing when GOMAXPROCS is set in the environment (the
+// operator's setting wins) or when the runtime's default is already below
+// the CPU count (a container CPU limit: that share is the container's own).
 type cpuShare struct {
-	log  *slog.Logger
-	full int // the runtime's default GOMAXPROCS
-	mu   sync.Mutex
+	log       *slog.Logger
+	full      int // the runtime's default GOMAXPROCS
+	mu        sync.Mutex
+	colocated int // nodes on this host, this one included (at least 1)
+	hosted    int // shard replicas this node hosts
 }
 
 // newCPUShare returns the policy, or nil when it must leave GOMAXPROCS
@@ -43,17 +54,32 @@ func newCPUShare(log *slog.Logger) *cpuShare {
 	if full < runtime.NumCPU() {
 		return nil
 	}
-	return &cpuShare{log: log, full: full}
+	return &cpuShare{log: log, full: full, colocated: 1}
 }
 
-// set sizes GOMAXPROCS for n nodes on this host, this one included.
-func (c *cpuShare) set(n int) {
+// setCoLocated sizes GOMAXPROCS for n nodes on this host, this one included.
+func (c *cpuShare) setCoLocated(n int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	want := c.full
-	if n > 1 {
-		want = (c.full + n - 1) / n
-	}
+	c.colocated = max(1, n)
+	c.apply()
+}
+
+// setHosted sizes GOMAXPROCS for n shard replicas hosted here.
+func (c *cpuShare) setHosted(n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.hosted = n
+	c.apply()
+}
+
+// want is the GOMAXPROCS the policy gives the node.
+func (c *cpuShare) want() int {
+	return min((c.full+c.colocated-1)/c.colocated, max(1, c.hosted))
+}
+
+func (c *cpuShare) apply() {
+	want := c.want()
 	if runtime.GOMAXPROCS(0) == want {
 		return
 	}
@@ -62,7 +88,8 @@ func (c *cpuShare) set(n int) {
 	} else {
 		runtime.GOMAXPROCS(want)
 	}
-	c.log.Info("sharing the host's CPUs with the cluster's other nodes on it", "colocated_nodes", n, "gomaxprocs", want, "cpus", c.full)
+	c.log.Info("sizing GOMAXPROCS to the shards hosted here and the host's share", "gomaxprocs", want,
+		"shards_hosted", c.hosted, "colocated_nodes", c.colocated, "cpus", c.full)
 }
 
 // hostID is --host-id, or when that is empty the kernel's boot ID (shared

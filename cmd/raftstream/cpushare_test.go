@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -15,9 +16,9 @@ import (
 // TestCoLocatedNodesShareTheCPUs: the nodes of a cluster that gossip finds
 // on one host (by default the kernel's boot ID, which these processes
 // share) count each other in INFO's colocated_nodes and run with
-// GOMAXPROCS = ⌈CPUs / colocated_nodes⌉; a node given another --host-id
-// counts itself alone and keeps every CPU. Once its co-located peer is
-// killed, a node takes every CPU back.
+// GOMAXPROCS = ⌈CPUs / colocated_nodes⌉, at most one per shard replica
+// hosted; a node given another --host-id counts itself alone. Once its
+// co-located peer is killed, a node takes its whole share back.
 func TestCoLocatedNodesShareTheCPUs(t *testing.T) {
 	if hostID("") == "" {
 		t.Fatal("no boot ID in /proc/sys/kernel/random/boot_id")
@@ -32,34 +33,60 @@ func TestCoLocatedNodesShareTheCPUs(t *testing.T) {
 	// The nodes inherit this process's environment and CPU limit, so the
 	// runtime's default is the same here and there.
 	full := runtime.GOMAXPROCS(0)
-	split := func(n int) int { return (full + n - 1) / n }
+	procs := func(colocated, hosted int) int { return min((full+colocated-1)/colocated, max(1, hosted)) }
 	if os.Getenv("GOMAXPROCS") != "" || full < runtime.NumCPU() {
-		split = func(int) int { return full }
+		procs = func(int, int) int { return full }
 	}
-	want := func(nd *testkit.Node, colocated, procs int) {
+	want := func(nd *testkit.Node, colocated int) {
 		t.Helper()
 		var got string
 		for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
 			c, p := infoField(t, nd.Addr, "server", "colocated_nodes"), infoField(t, nd.Addr, "server", "go_maxprocs")
-			got = fmt.Sprintf("colocated_nodes %d, go_maxprocs %d", c, p)
-			if c == int64(colocated) && p == int64(procs) {
+			h := infoField(t, nd.Addr, "raft", "raft_shards_hosted")
+			got = fmt.Sprintf("colocated_nodes %d, go_maxprocs %d, raft_shards_hosted %d", c, p, h)
+			if h == 3 && c == int64(colocated) && p == int64(procs(colocated, 3)) {
 				return
 			}
 		}
-		t.Fatalf("%s: %s, want colocated_nodes %d, go_maxprocs %d (%d CPUs)", nd.Name, got, colocated, procs, full)
+		t.Fatalf("%s: %s, want colocated_nodes %d, go_maxprocs %d, raft_shards_hosted 3 (%d CPUs)",
+			nd.Name, got, colocated, procs(colocated, 3), full)
 	}
-	want(nodes[0], 2, split(2))
-	want(nodes[1], 2, split(2))
-	want(nodes[2], 1, full)
+	want(nodes[0], 2)
+	want(nodes[1], 2)
+	want(nodes[2], 1)
 
 	nodes[1].Kill()
-	want(nodes[0], 1, full)
-	want(nodes[2], 1, full)
+	want(nodes[0], 1)
+	want(nodes[2], 1)
+}
+
+// TestOneNodeRunsOnePPerShard: a node alone runs with one P per shard it
+// hosts, within the CPUs: one for the default single node's one shard.
+func TestOneNodeRunsOnePPerShard(t *testing.T) {
+	full := runtime.GOMAXPROCS(0)
+	if os.Getenv("GOMAXPROCS") != "" || full < runtime.NumCPU() {
+		t.Fatalf("the test needs the runtime's default GOMAXPROCS: GOMAXPROCS=%q, %d of %d CPUs",
+			os.Getenv("GOMAXPROCS"), full, runtime.NumCPU())
+	}
+	for _, shards := range []int{1, 2} {
+		nd := testkit.StartNode(t, "", "--shards", strconv.Itoa(shards), "--log-level", "error")
+		var got int64
+		for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+			if got = infoField(t, nd.Addr, "server", "go_maxprocs"); got == int64(min(full, shards)) {
+				break
+			}
+		}
+		if got != int64(min(full, shards)) {
+			t.Errorf("one node with %d shards on %d CPUs: go_maxprocs %d, want %d", shards, full, got, min(full, shards))
+		}
+		nd.Kill()
+	}
 }
 
 // TestCPUShareRules: GOMAXPROCS in the environment turns the policy off;
-// otherwise n nodes on the host get ⌈CPUs / n⌉ each, and one alone gets
-// the runtime's default back.
+// otherwise a node gets ⌈CPUs / co-located nodes⌉, at most one per shard
+// replica hosted and at least one, and the runtime's default when that is
+// all the CPUs.
 func TestCPUShareRules(t *testing.T) {
 	defer runtime.SetDefaultGOMAXPROCS()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -70,12 +97,20 @@ func TestCPUShareRules(t *testing.T) {
 	os.Unsetenv("GOMAXPROCS")
 	runtime.SetDefaultGOMAXPROCS()
 	def := runtime.GOMAXPROCS(0)
-	c := &cpuShare{log: log, full: 5}
-	for _, tc := range []struct{ n, want int }{{2, 3}, {3, 2}, {5, 1}, {8, 1}, {1, def}} {
-		c.set(tc.n)
+	c := &cpuShare{log: log, full: 5, colocated: 1}
+	for _, tc := range []struct{ colocated, hosted, want int }{
+		{2, 8, 3}, {3, 8, 2}, {5, 8, 1}, {8, 8, 1}, {2, 2, 2}, {1, 0, 1}, {1, 1, 1}, {1, 4, 4}, {3, 1, 1},
+	} {
+		c.setHosted(tc.hosted)
+		c.setCoLocated(tc.colocated)
 		if got := runtime.GOMAXPROCS(0); got != tc.want {
-			t.Errorf("%d nodes on 5 CPUs: GOMAXPROCS %d, want %d", tc.n, got, tc.want)
+			t.Errorf("%d nodes on 5 CPUs, %d shards hosted: GOMAXPROCS %d, want %d", tc.colocated, tc.hosted, got, tc.want)
 		}
+	}
+	c.setHosted(5)
+	c.setCoLocated(1)
+	if got := runtime.GOMAXPROCS(0); got != def {
+		t.Errorf("alone with 5 shards on 5 CPUs: GOMAXPROCS %d, want the runtime's default %d", got, def)
 	}
 	if hostID("none") != "" || hostID("h1") != "h1" {
 		t.Errorf("hostID: none gave %q, h1 gave %q", hostID("none"), hostID("h1"))

@@ -446,7 +446,8 @@ func clusterConfig(o *options, log *slog.Logger) cluster.Config {
 		c.HostCPUs = runtime.GOMAXPROCS(0) // before the CPU share changes it
 	}
 	if share := newCPUShare(log); share != nil {
-		c.OnCoLocated = share.set
+		c.OnCoLocated = share.setCoLocated
+		c.OnHosted = share.setHosted
 	}
 	c.Forwarding = o.forwarding
 	c.Logger = log
