@@ -7,6 +7,9 @@
 #           the server's CPU per XADD (user + system, /proc/<pid>/stat) and
 #           context switches per XADD (every thread, /proc/<pid>/task/*/status),
 #           then the medians and the node's ratios to Redis within each round.
+#           Each VAR=v[,VAR=v] word of $VARIANTS adds a node started with
+#           those environment variables (a row "raftstream:VAR=v"), e.g.
+#           VARIANTS=GOMAXPROCS=1.
 #   drain   ordersbench produces a backlog of $DRAIN_N orders, then 4
 #           consumers of one group drain it (XREADGROUP COUNT 100, pipelined
 #           XACK, -verify): consumed/s, on a fresh server each.
@@ -25,7 +28,8 @@
 #           Raft and the engine.
 #
 # Usage: cmd/ordersbench/single-node.sh [section...]   (default: xadd drain memory)
-# Env: ROUNDS (3), N16 (200000), N1 (30000), DRAIN_N (200000), RSS_N (1000000).
+# Env: ROUNDS (3), N16 (200000), N1 (30000), DRAIN_N (200000), RSS_N (1000000),
+#      VARIANTS (none).
 # raftstream and ordersbench are built from this tree into a temp dir, where
 # every server runs on free loopback ports; servers are stopped by PID and
 # the temp dir is removed at exit. Results go to stdout.
@@ -54,25 +58,29 @@ xadd_row() {
 }
 
 # ratio_summary: reads "round target P xadd/s p99_ms cpu_us csw" rows and prints,
-# per P, the medians of each server and of the node's per-round ratios.
+# per P and per node (each target but redis), the medians of the node and of
+# redis-server and of the node's per-round ratios.
 ratio_summary() {
   awk "$median_awk"'
-    { k = $1 SUBSEP $3; rps[k, $2] = $4; p99[k, $2] = $5; cpu[k, $2] = $6; csw[k, $2] = $7; if (!($3 in seen)) { seen[$3]; ps[++np] = $3 } ; if (!(($1) in r)) { r[$1]; nr++ } }
+    { k = $1 SUBSEP $3; rps[k, $2] = $4; p99[k, $2] = $5; cpu[k, $2] = $6; csw[k, $2] = $7
+      if (!($3 in seen)) { seen[$3]; ps[++np] = $3 }
+      if (!($2 in named) && $2 != "redis") { named[$2]; names[++nn] = $2 }
+      if (!(($1) in r)) { r[$1]; nr++ } }
     END {
-      for (i = 1; i <= np; i++) {
-        P = ps[i]; n = 0
+      for (i = 1; i <= np; i++) for (j = 1; j <= nn; j++) {
+        P = ps[i]; s = names[j]; n = 0
         for (round = 1; round <= nr; round++) {
           k = round SUBSEP P
-          if (!((k, "redis") in rps) || !((k, "raftstream") in rps) || rps[k, "redis"] == 0) continue
+          if (!((k, "redis") in rps) || !((k, s) in rps) || rps[k, "redis"] == 0) continue
           n++
-          rr[n] = rps[k, "raftstream"] / rps[k, "redis"]; lo = (n == 1 || rr[n] < lo) ? rr[n] : lo; hi = (n == 1 || rr[n] > hi) ? rr[n] : hi
-          pr[n] = p99[k, "redis"] > 0 ? p99[k, "raftstream"] / p99[k, "redis"] : 0
-          a[n] = rps[k, "raftstream"]; b[n] = rps[k, "redis"]; c[n] = cpu[k, "raftstream"]; d[n] = cpu[k, "redis"]
-          e[n] = csw[k, "raftstream"]; f[n] = csw[k, "redis"]
+          rr[n] = rps[k, s] / rps[k, "redis"]; lo = (n == 1 || rr[n] < lo) ? rr[n] : lo; hi = (n == 1 || rr[n] > hi) ? rr[n] : hi
+          pr[n] = p99[k, "redis"] > 0 ? p99[k, s] / p99[k, "redis"] : 0
+          a[n] = rps[k, s]; b[n] = rps[k, "redis"]; c[n] = cpu[k, s]; d[n] = cpu[k, "redis"]
+          e[n] = csw[k, s]; f[n] = csw[k, "redis"]
         }
         if (n == 0) continue
-        printf "-P %-2s  XADD/s %.0f against %.0f: %.2fx (%.2f-%.2f); p99 %.2fx; CPU %.1f against %.1f us per XADD; %.3f against %.3f context switches per XADD\n",
-          P, median(a, n), median(b, n), median(rr, n), lo, hi, median(pr, n), median(c, n), median(d, n), median(e, n), median(f, n)
+        printf "-P %-2s %s%sXADD/s %.0f against %.0f: %.2fx (%.2f-%.2f); p99 %.2fx; CPU %.1f against %.1f us per XADD; %.3f against %.3f context switches per XADD\n",
+          P, (nn > 1 ? " " s : ""), (nn > 1 ? ": " : " "), median(a, n), median(b, n), median(rr, n), lo, hi, median(pr, n), median(c, n), median(d, n), median(e, n), median(f, n)
       }
     }'
 }
@@ -81,13 +89,20 @@ for section in $sections; do
   case $section in
   xadd)
     start_redis; rport=$port rpid=$spid
-    start_raftstream 1 1; nport=$port npid=$spid
+    start_raftstream 1 1
+    servers=("redis:$rport:$rpid" "raftstream:$port:$spid")
+    for v in ${VARIANTS:-}; do
+      for e in ${v//,/ }; do export "${e?}"; done
+      start_raftstream 1 1
+      for e in ${v//,/ }; do unset "${e%%=*}"; done
+      servers+=("raftstream:$v:$port:$spid")
+    done
     echo "# round server P XADD/s p99_ms cpu_us_per_xadd csw_per_xadd load1"
     for r in $(seq "$rounds"); do
       for P in 16 1; do
         n=$n16; [ "$P" = 1 ] && n=$n1
-        for t in redis:$rport:$rpid raftstream:$nport:$npid; do
-          IFS=: read -r name p pid <<<"$t"
+        for t in "${servers[@]}"; do
+          name=${t%:*:*} p=${t%:*} p=${p##*:} pid=${t##*:}
           xadd_row "$r" "$name" "$p" "$pid" "$P" "$n"
         done
       done
