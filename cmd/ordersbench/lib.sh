@@ -51,6 +51,17 @@ stop_pids() {
   pids=()
 }
 
+# with_env VAR=v[,VAR=v] command...: runs command (a function of these
+# scripts, so that the variables it sets stay) with those environment
+# variables exported, then unsets them.
+with_env() {
+  local envs=$1 e
+  shift
+  for e in ${envs//,/ }; do export "${e?}"; done
+  "$@"
+  for e in ${envs//,/ }; do unset "${e%%=*}"; done
+}
+
 # wait_until tries command...: runs command every 0.1 s until it succeeds.
 wait_until() {
   local n=$1 i

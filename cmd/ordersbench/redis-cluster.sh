@@ -110,13 +110,11 @@ for round in $(seq "$rounds"); do
   for s in $sets; do
     kind=${s%%:*} shape=${s#*:} envs=
     if [[ $shape == *:* ]]; then envs=${shape#*:} shape=${shape%%:*}; fi
-    for e in ${envs//,/ }; do export "${e?}"; done
     case $kind in
-    redis) start_redis_cluster "${shape#3x}" ;;
-    raftstream) if [[ $shape == *x* ]]; then start_raftstream "${shape%x*}" "${shape#*x}"; else start_raftstream "$shape"; fi ;;
+    redis) with_env "$envs" start_redis_cluster "${shape#3x}" ;;
+    raftstream) if [[ $shape == *x* ]]; then with_env "$envs" start_raftstream "${shape%x*}" "${shape#*x}"; else with_env "$envs" start_raftstream "$shape"; fi ;;
     *) echo "unknown set $s (want redis:3xR, raftstream:N or raftstream:NxS[:VAR=v,...])" >&2; exit 2 ;;
     esac
-    for e in ${envs//,/ }; do unset "${e%%=*}"; done
     for P in $pipelines; do
       measure "$round" "$s" "$kind" "$P" "$P" -consumers 0 -duration "$dur"
     done

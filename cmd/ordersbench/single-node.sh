@@ -92,9 +92,7 @@ for section in $sections; do
     start_raftstream 1 1
     servers=("redis:$rport:$rpid" "raftstream:$port:$spid")
     for v in ${VARIANTS:-}; do
-      for e in ${v//,/ }; do export "${e?}"; done
-      start_raftstream 1 1
-      for e in ${v//,/ }; do unset "${e%%=*}"; done
+      with_env "$v" start_raftstream 1 1
       servers+=("raftstream:$v:$port:$spid")
     done
     echo "# round server P XADD/s p99_ms cpu_us_per_xadd csw_per_xadd load1"
