@@ -78,6 +78,7 @@ func (c *cpuShare) want() int {
 	return min((c.full+c.colocated-1)/c.colocated, max(1, c.hosted))
 }
 
+// apply sets GOMAXPROCS to want, and logs the change. c.mu is held.
 func (c *cpuShare) apply() {
 	want := c.want()
 	if runtime.GOMAXPROCS(0) == want {
