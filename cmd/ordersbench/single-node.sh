@@ -48,21 +48,32 @@ median_awk='
 
 # xadd_row round name port pid P n: redis-benchmark -c 50 -P P, n XADDs,
 # against the server on port (process pid), as the row "round name P XADD/s
-# p99_ms cpu_us_per_xadd csw_per_xadd load1".
+# p99_ms cpu_us_per_xadd csw_per_xadd load1 client_us_per_xadd busy_cpus":
+# the server's CPU and context switches, then redis-benchmark's own CPU per
+# XADD (user + system, from bash's time) and how many of the host's CPUs
+# were busy on average (/proc/stat) while it ran. The client runs on the
+# same CPUs as the server.
 xadd_row() {
-  local c0 s0 c1 s1 res
-  c0=$(pid_ticks "$4") s0=$(pid_csw "$4")
-  res=$(redis-benchmark -p "$3" -c 50 -P "$5" -n "$6" --csv XADD "s$5" '*' f v 2>&1 | tail -1 | tr -d '"' | awk -F, '{print $2, $7}')
-  c1=$(pid_ticks "$4") s1=$(pid_csw "$4")
-  echo "$1 $2 $5 $res $(cpu_us $((c1 - c0)) "$6") $(awk -v s=$((s1 - s0)) -v n="$6" 'BEGIN { printf "%.3f", s / n }') $(load1)"
+  local c0 s0 c1 s1 h0 h1 res TIMEFORMAT='%3U %3S'
+  c0=$(pid_ticks "$4") s0=$(pid_csw "$4") h0=$(host_ticks)
+  { time redis-benchmark -p "$3" -c 50 -P "$5" -n "$6" --csv XADD "s$5" '*' f v >"$tmp/bench.out" 2>&1; } 2>"$tmp/bench.time"
+  res=$(tail -1 "$tmp/bench.out" | tr -d '"' | awk -F, '{print $2, $7}')
+  c1=$(pid_ticks "$4") s1=$(pid_csw "$4") h1=$(host_ticks)
+  echo "$1 $2 $5 $res $(cpu_us $((c1 - c0)) "$6") $(awk -v s=$((s1 - s0)) -v n="$6" 'BEGIN { printf "%.3f", s / n }') $(load1)" \
+    "$(awk -v n="$6" '{ printf "%.1f", ($1 + $2) * 1e6 / n }' "$tmp/bench.time")" \
+    "$(awk -v a="$h0" -v b="$h1" -v cpus="$(nproc)" 'BEGIN { split(a, x); split(b, y); t = y[1] - x[1]; printf "%.2f", (t > 0 ? cpus * (y[2] - x[2]) / t : 0) }')"
 }
 
-# ratio_summary: reads "round target P xadd/s p99_ms cpu_us csw" rows and prints,
-# per P and per node (each target but redis), the medians of the node and of
-# redis-server and of the node's per-round ratios.
+# host_ticks prints "all busy" clock ticks of the host's CPUs so far, from
+# /proc/stat: busy is everything but idle and iowait.
+host_ticks() { awk '$1 == "cpu" { t = 0; for (i = 2; i <= 9; i++) t += $i; print t, t - $5 - $6; exit }' /proc/stat; }
+
+# ratio_summary: reads xadd_row's rows and prints, per P and per node (each
+# target but redis), the medians of the node and of redis-server and of the
+# node's per-round ratios.
 ratio_summary() {
   awk "$median_awk"'
-    { k = $1 SUBSEP $3; rps[k, $2] = $4; p99[k, $2] = $5; cpu[k, $2] = $6; csw[k, $2] = $7
+    { k = $1 SUBSEP $3; rps[k, $2] = $4; p99[k, $2] = $5; cpu[k, $2] = $6; csw[k, $2] = $7; ccpu[k, $2] = $9; busy[k, $2] = $10
       if (!($3 in seen)) { seen[$3]; ps[++np] = $3 }
       if (!($2 in named) && $2 != "redis") { named[$2]; names[++nn] = $2 }
       if (!(($1) in r)) { r[$1]; nr++ } }
@@ -76,11 +87,11 @@ ratio_summary() {
           rr[n] = rps[k, s] / rps[k, "redis"]; lo = (n == 1 || rr[n] < lo) ? rr[n] : lo; hi = (n == 1 || rr[n] > hi) ? rr[n] : hi
           pr[n] = p99[k, "redis"] > 0 ? p99[k, s] / p99[k, "redis"] : 0
           a[n] = rps[k, s]; b[n] = rps[k, "redis"]; c[n] = cpu[k, s]; d[n] = cpu[k, "redis"]
-          e[n] = csw[k, s]; f[n] = csw[k, "redis"]
+          e[n] = csw[k, s]; f[n] = csw[k, "redis"]; g[n] = ccpu[k, s]; h[n] = ccpu[k, "redis"]; u[n] = busy[k, s]; v[n] = busy[k, "redis"]
         }
         if (n == 0) continue
-        printf "-P %-2s %s%sXADD/s %.0f against %.0f: %.2fx (%.2f-%.2f); p99 %.2fx; CPU %.1f against %.1f us per XADD; %.3f against %.3f context switches per XADD\n",
-          P, (nn > 1 ? " " s : ""), (nn > 1 ? ": " : " "), median(a, n), median(b, n), median(rr, n), lo, hi, median(pr, n), median(c, n), median(d, n), median(e, n), median(f, n)
+        printf "-P %-2s %s%sXADD/s %.0f against %.0f: %.2fx (%.2f-%.2f); p99 %.2fx; CPU %.1f against %.1f us per XADD; %.3f against %.3f context switches per XADD; client CPU %.1f against %.1f us per XADD; host CPUs busy %.2f against %.2f\n",
+          P, (nn > 1 ? " " s : ""), (nn > 1 ? ": " : " "), median(a, n), median(b, n), median(rr, n), lo, hi, median(pr, n), median(c, n), median(d, n), median(e, n), median(f, n), median(g, n), median(h, n), median(u, n), median(v, n)
       }
     }'
 }
@@ -95,7 +106,7 @@ for section in $sections; do
       with_env "$v" start_raftstream 1 1
       servers+=("raftstream:$v:$port:$spid")
     done
-    echo "# round server P XADD/s p99_ms cpu_us_per_xadd csw_per_xadd load1"
+    echo "# round server P XADD/s p99_ms cpu_us_per_xadd csw_per_xadd load1 client_us_per_xadd busy_cpus"
     for r in $(seq "$rounds"); do
       for P in 16 1; do
         n=$n16; [ "$P" = 1 ] && n=$n1
@@ -151,7 +162,7 @@ for section in $sections; do
     done
     start_raftstream 1 1
     servers+=("raftstream:$port:$spid")
-    echo "# round server P XADD/s p99_ms cpu_us_per_xadd csw_per_xadd load1"
+    echo "# round server P XADD/s p99_ms cpu_us_per_xadd csw_per_xadd load1 client_us_per_xadd busy_cpus"
     for r in $(seq "$rounds"); do
       for t in "${servers[@]}"; do
         IFS=: read -r name p pid <<<"$t"
