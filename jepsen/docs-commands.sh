@@ -130,7 +130,7 @@ short  cmd/ordersbench/single-node.sh xadd ==> ROUNDS=1 N16=2000 N1=500 cmd/orde
 short  VARIANTS=GOMAXPROCS=2 cmd/ordersbench/single-node.sh xadd ==> ROUNDS=1 N16=2000 N1=500 VARIANTS=GOMAXPROCS=2 cmd/ordersbench/single-node.sh xadd
 short  cmd/ordersbench/single-node.sh drain ==> DRAIN_N=2000 cmd/ordersbench/single-node.sh drain
 short  cmd/ordersbench/single-node.sh memory ==> RSS_N=2000 cmd/ordersbench/single-node.sh memory
-short  ROUNDS=5 cmd/ordersbench/single-node.sh floor ==> ROUNDS=1 N1=500 cmd/ordersbench/single-node.sh floor
+short  GOMAXPROCS=1 ROUNDS=5 cmd/ordersbench/single-node.sh floor ==> GOMAXPROCS=1 ROUNDS=1 N1=500 cmd/ordersbench/single-node.sh floor
 short  ROUNDS=3 DUR=5s cmd/ordersbench/redis-cluster.sh ==> SETS="redis:3x1 raftstream:3:RAFTSTREAM_RAFT_BUS=off" ROUNDS=1 DUR=1s PIPELINES=16 DRAIN_N=2000 cmd/ordersbench/redis-cluster.sh
 short  SETS="redis:3x2 raftstream:3x1 raftstream:3x2 raftstream:3x3" DUR=5s DRAIN_N=0 cmd/ordersbench/redis-cluster.sh ==> SETS="raftstream:3x2" ROUNDS=1 DUR=1s PIPELINES=1 DRAIN_N=0 cmd/ordersbench/redis-cluster.sh
 short  SETS="redis:3x2 raftstream:3x3 raftstream:3x3:RAFTSTREAM_GATHER=0" DUR=5s DRAIN_N=0 cmd/ordersbench/redis-cluster.sh ==> SETS="raftstream:3x1:RAFTSTREAM_GATHER=0" ROUNDS=1 DUR=1s PIPELINES=1 DRAIN_N=0 cmd/ordersbench/redis-cluster.sh
