@@ -4,9 +4,11 @@
 #
 #   xadd    redis-benchmark -c 50 XADD at -P 16 ($N16 commands) and -P 1 ($N1),
 #           on both servers in turn, $ROUNDS rounds; per row XADD/s, p99,
-#           the server's CPU per XADD (user + system, /proc/<pid>/stat) and
+#           the server's CPU per XADD (user + system, /proc/<pid>/stat),
 #           context switches per XADD (every thread, /proc/<pid>/task/*/status),
-#           then the medians and the node's ratios to Redis within each round.
+#           redis-benchmark's own CPU per XADD and the host's busy CPUs (the
+#           client shares them), then the medians and the node's ratios to
+#           Redis within each round.
 #           Each VAR=v[,VAR=v] word of $VARIANTS adds a node started with
 #           those environment variables (a row "raftstream:VAR=v"), e.g.
 #           VARIANTS=GOMAXPROCS=1.
