@@ -32,6 +32,11 @@ type client struct {
 	enc       []byte      // reply encoding buffer (write)
 	pipe      pipeBufs    // runPipeline's buffers (server.go)
 	batching  bool        // in runPipeline, which sets lastAt once at its end
+	// The event loop's round (loop_linux.go): runPipeline submits the
+	// writes and leaves their answers to it; beforeBlock answers the
+	// round's other connections before runPipeline waits for a permit.
+	deferAnswer bool
+	beforeBlock func()
 
 	multi    *multiState  // non-nil between MULTI and EXEC/DISCARD
 	execing  bool         // EXEC is running the transaction's commands

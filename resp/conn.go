@@ -16,10 +16,17 @@ import (
 
 // connServer accepts connections and runs each one's loop.
 type connServer struct {
-	open   func(*conn) bool        // a new connection; false refuses it
-	serve  func(*conn, [][][]byte) // runs one pipeline
-	closed func(*conn, error)      // the connection ended
-	reader func(net.Conn) *wire.Reader
+	open   func(*conn) bool                            // a new connection; false refuses it
+	serve  func(*conn, [][][]byte)                     // runs one pipeline
+	closed func(*conn, error)                          // the connection ended
+	reader func(nc net.Conn, r io.Reader) *wire.Reader // r: nc, or what reads it
+
+	// The event loop (loop_linux.go), when Config.EventLoop is set: it
+	// serves a connection while loopable says its commands may be, and
+	// answer completes a pipeline served with its writes' answers deferred.
+	loop     *evloop
+	loopable func(*conn, [][][]byte) bool
+	answer   func(*conn)
 
 	mu    sync.Mutex
 	ln    net.Listener
@@ -41,6 +48,34 @@ type conn struct {
 	// wmu is set, by the connection's goroutine, when another goroutine
 	// writes to nc too (a MONITOR connection's feed): flush takes it.
 	wmu *sync.Mutex
+	// lr is what rd reads through when the event loop may serve the
+	// connection (nil otherwise); loopFd is its socket's fd there.
+	lr     *budgetReader
+	loopFd int32
+	lw     *loopWriter
+}
+
+// errWouldBlock: a read or write of the event loop's that would have had
+// to wait.
+var errWouldBlock = errors.New("resp: would block")
+
+// budgetReader lets the event loop read a socket it knows to be readable
+// once, and never wait on it: with budget 0 a Read fails with
+// errWouldBlock; with budget n > 0 it reads (n-1 left); -1 is no bound (a
+// connection's own goroutine).
+type budgetReader struct {
+	r      io.Reader
+	budget int
+}
+
+func (b *budgetReader) Read(p []byte) (int, error) {
+	switch {
+	case b.budget == 0:
+		return 0, errWouldBlock
+	case b.budget > 0:
+		b.budget--
+	}
+	return b.r.Read(p)
 }
 
 // maxKeptOut is the largest reply buffer a connection keeps once written:
@@ -107,8 +142,14 @@ func (s *connServer) Serve(ln net.Listener) error {
 	s.mu.Lock()
 	s.ln = ln
 	s.mu.Unlock()
+	if s.loop != nil {
+		go s.loop.run()
+	}
 	defer func() {
 		ln.Close()
+		if s.loop != nil {
+			s.loop.close()
+		}
 		s.mu.Lock()
 		for c := range s.conns {
 			c.nc.Close()
@@ -133,7 +174,13 @@ func (s *connServer) Serve(ln net.Listener) error {
 			continue
 		}
 		backoff = 0
-		c := &conn{nc: nc, addr: nc.RemoteAddr().String(), rd: s.reader(nc)}
+		c := &conn{nc: nc, addr: nc.RemoteAddr().String()}
+		if s.loop != nil {
+			c.lr = &budgetReader{r: nc, budget: -1}
+			c.rd = s.reader(nc, c.lr)
+		} else {
+			c.rd = s.reader(nc, nc)
+		}
 		s.mu.Lock()
 		s.conns[c] = true
 		s.mu.Unlock()
@@ -144,13 +191,42 @@ func (s *connServer) Serve(ln net.Listener) error {
 			c.close()
 			continue
 		}
+		if s.loop != nil && s.loop.add(c) {
+			continue
+		}
 		go s.handle(c)
 	}
 }
 
 // handle runs one connection to its end.
 func (s *connServer) handle(c *conn) {
-	err := c.loop(s.serve)
+	s.finish(c, c.loop(s.serve))
+}
+
+// handleFrom runs a connection the event loop handed over to its end: first
+// the replies the loop could not write, then cmds (read by the loop), then
+// its loop.
+func (s *connServer) handleFrom(c *conn, cmds [][][]byte) {
+	if err := c.flush(); err != nil {
+		s.finish(c, err)
+		return
+	}
+	if cmds != nil {
+		s.serve(c, cmds)
+		if c.closed {
+			s.finish(c, nil)
+			return
+		}
+		if err := c.flush(); err != nil {
+			s.finish(c, err)
+			return
+		}
+	}
+	s.handle(c)
+}
+
+// finish ends a connection whose loop returned err.
+func (s *connServer) finish(c *conn, err error) {
 	c.nc.Close()
 	s.mu.Lock()
 	delete(s.conns, c)

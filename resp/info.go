@@ -137,6 +137,15 @@ func (s *Server) infoSection(c *client, b *strings.Builder, sec string) {
 		w.kv("blocked_clients", s.nBlocked.Load())
 		w.kv("tracking_clients", 0)
 		w.kv("clients_in_timeout_table", s.nBlocked.Load())
+		s.mu.Lock()
+		rs := s.rs
+		s.mu.Unlock()
+		if rs != nil && rs.loop != nil {
+			conns, rounds, handoffs := rs.loop.stats()
+			w.kv("event_loop_clients", conns)
+			w.kv("event_loop_rounds", rounds)
+			w.kv("event_loop_handoffs", handoffs)
+		}
 	case "memory":
 		s.infoMemory(w)
 	case "persistence":

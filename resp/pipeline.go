@@ -107,6 +107,15 @@ func (s *Server) runPipeline(c *client, argvs [][][]byte) {
 	c.lastAt.Store(p.now().UnixMilli())
 	defer func() {
 		p.flushReads()
+		if c.deferAnswer {
+			// The event loop answers the writes after its round
+			// (answerDeferred).
+			p.submitRun()
+			c.pipe.queue, c.pipe.run, c.pipe.reads = p.queue, keepSmall(p.run), keepSmall(p.reads)
+			c.batching = false
+			c.lastAt.Store(time.Now().UnixMilli())
+			return
+		}
 		p.flushWrites()
 		c.pipe.queue, c.pipe.run, c.pipe.reads = keepSmall(p.queue), keepSmall(p.run), keepSmall(p.reads)
 		c.batching = false
@@ -144,6 +153,38 @@ func (s *Server) runPipeline(c *client, argvs [][][]byte) {
 	}
 }
 
+// answerDeferred answers the writes that runPipeline submitted with
+// client.deferAnswer set (the event loop's round), into the connection's
+// output.
+func (s *Server) answerDeferred(cn *conn) {
+	c := cn.client
+	if c == nil || len(c.pipe.queue) == 0 {
+		return
+	}
+	p := pipeline{s: s, c: c, queue: c.pipe.queue}
+	p.answerWrites()
+	c.pipe.queue = keepSmall(p.queue)
+}
+
+// loopable reports whether the event loop may serve argvs for cn: every
+// command a write that runPipeline batches, from a client in no special
+// state (authenticated, outside MULTI, not ASKING), while no MONITOR feed
+// or CLIENT PAUSE is active (a write waits out a pause in admit, and a feed
+// writes to the monitors' sockets: neither may hold the loop).
+func (s *Server) loopable(cn *conn, argvs [][][]byte) bool {
+	c := cn.client
+	if c == nil || !c.authed || c.multi != nil || c.asking || c.isClosed() || s.hooks.Load() != 0 {
+		return false
+	}
+	for _, argv := range argvs {
+		r := s.classify(argv)
+		if r.err != nil || r.cmd.Kind != command.KindWrite || !r.batchable(c) {
+			return false
+		}
+	}
+	return true
+}
+
 // addWrite adds an admitted write to the run, submitting the run first when
 // the write cannot join it.
 func (p *pipeline) addWrite(r *request, start time.Time) {
@@ -178,6 +219,11 @@ func (p *pipeline) submitRun() {
 	case sem <- struct{}{}:
 	default:
 		p.answerWrites()
+		if p.c.beforeBlock != nil {
+			// The event loop's other connections of this round hold
+			// permits only it releases, by answering them.
+			p.c.beforeBlock()
+		}
 		sem <- struct{}{}
 	}
 	unit := make([][][]byte, len(p.run))

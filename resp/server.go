@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"sort"
@@ -50,6 +51,11 @@ type Config struct {
 	// (and stop reading) instead of overflowing the shard's queue. Default
 	// 4096 (fsm's queue holds 8192).
 	MaxInFlight int
+	// EventLoop serves plain TCP connections that send only writes from
+	// one goroutine in Redis's shape (read every ready connection, submit,
+	// answer, write) instead of a goroutine each (loop_linux.go). Linux
+	// only.
+	EventLoop bool
 	// Logger receives connection-level logs. Nil means discard.
 	Logger *slog.Logger
 	// Port is reported by INFO (tcp_port) and CONFIG GET port.
@@ -161,7 +167,16 @@ func New(be Backend, cfg Config) *Server {
 // shutdown.
 func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
-	s.rs = &connServer{open: s.accept, serve: s.serve, closed: s.closed, reader: s.newReader, conns: map[*conn]bool{}}
+	s.rs = &connServer{open: s.accept, serve: s.serve, closed: s.closed, reader: s.newReader, conns: map[*conn]bool{},
+		loopable: s.loopable, answer: s.answerDeferred}
+	if s.cfg.EventLoop {
+		l, err := newLoop(s.rs, func() time.Duration { return time.Duration(s.conns.idle.Load()) })
+		if err != nil {
+			s.log.Warn("event loop unavailable: every connection has its goroutine", "err", err)
+		} else {
+			s.rs.loop = l
+		}
+	}
 	rs := s.rs
 	s.mu.Unlock()
 	ln = outListener{Listener: &limitListener{Listener: ln, lim: &s.conns}, lim: &s.buf}
@@ -170,8 +185,8 @@ func (s *Server) Serve(ln net.Listener) error {
 
 // newReader is a connection's request reader, with the server's protocol
 // limits: proto-max-bulk-len and client-query-buffer-limit.
-func (s *Server) newReader(nc net.Conn) *wire.Reader {
-	return wire.NewReader(nc, wire.Limits{
+func (s *Server) newReader(nc net.Conn, r io.Reader) *wire.Reader {
+	return wire.NewReader(r, wire.Limits{
 		MaxBulkLive: &s.maxBulk,
 		QueryOver:   func(pending int64) bool { return s.buf.queryOver(pending, nc) },
 	})

@@ -201,6 +201,7 @@ func TestGatherSwitch(t *testing.T) {
 		bad  bool
 	}{{"", 0, false}, {"5ms", 5 * time.Millisecond, false}, {"0", -1, false}, {"-1ms", 0, true}, {"soon", 0, true}} {
 		t.Setenv(gatherEnv, tc.env)
+		t.Setenv(eventLoopEnv, "off") // the loop turns an unset gather off (TestEventLoopSwitch)
 		var o options
 		err := readEnvSwitches(&o)
 		if tc.bad {
@@ -214,6 +215,51 @@ func TestGatherSwitch(t *testing.T) {
 		}
 		if got := clusterConfig(&o, slog.Default()).MaxGather; got != tc.want {
 			t.Errorf("%s=%q: MaxGather %v, want %v", gatherEnv, tc.env, got, tc.want)
+		}
+	}
+}
+
+// TestEventLoopSwitch: a node started alone runs the event loop unless
+// RAFTSTREAM_EVENT_LOOP=off; a node forming or joining a cluster runs it only
+// with =on; --forwarding never does; the loop turns the gather off unless
+// RAFTSTREAM_GATHER sets it; any other value is refused.
+func TestEventLoopSwitch(t *testing.T) {
+	for _, tc := range []struct {
+		env, gather string
+		o           options
+		want        bool
+		wantGather  time.Duration
+		bad         bool
+	}{
+		{env: "", o: options{}, want: true, wantGather: -1},
+		{env: "", o: options{bootstrapExpect: 1}, want: true, wantGather: -1},
+		{env: "", o: options{bootstrapExpect: 3}, want: false},
+		{env: "", o: options{join: "127.0.0.1:7001"}, want: false},
+		{env: "", o: options{forwarding: true}, want: false},
+		{env: "on", o: options{bootstrapExpect: 3}, want: true, wantGather: -1},
+		{env: "on", o: options{forwarding: true}, want: false},
+		{env: "off", o: options{}, want: false},
+		{env: "", gather: "2ms", o: options{}, want: true, wantGather: 2 * time.Millisecond},
+		{env: "yes", bad: true},
+	} {
+		t.Setenv(eventLoopEnv, tc.env)
+		t.Setenv(gatherEnv, tc.gather)
+		o := tc.o
+		err := readEnvSwitches(&o)
+		if tc.bad {
+			if err == nil || !strings.Contains(err.Error(), eventLoopEnv) {
+				t.Errorf("%s=%q: err %v, want one naming the variable", eventLoopEnv, tc.env, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s=%q: %v", eventLoopEnv, tc.env, err)
+		}
+		if o.eventLoop != tc.want {
+			t.Errorf("%s=%q with %+v: event loop %v, want %v", eventLoopEnv, tc.env, tc.o, o.eventLoop, tc.want)
+		}
+		if got := clusterConfig(&o, slog.Default()).MaxGather; got != tc.wantGather {
+			t.Errorf("%s=%q with %+v: MaxGather %v, want %v", eventLoopEnv, tc.env, tc.o, got, tc.wantGather)
 		}
 	}
 }

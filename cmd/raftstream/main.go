@@ -105,6 +105,7 @@ type options struct {
 	raftBus                bool
 	earlyReplication       bool
 	gather                 time.Duration
+	eventLoop              bool
 	debugLogStoreFaultFile string
 }
 
@@ -135,6 +136,13 @@ const (
 	// the clients its last entry answered (cluster.Config.MaxGather; fsm's
 	// MaxGather, 4 ms by default); 0 turns the gather off: for comparing.
 	gatherEnv = "RAFTSTREAM_GATHER"
+	// eventLoopEnv: "on" serves plain TCP connections that send only
+	// writes from one event loop (resp.Config.EventLoop), "off" gives every
+	// connection its goroutine; unset, a node started alone (no --join,
+	// --bootstrap-expect at most 1) runs the loop. Never with --forwarding.
+	// The loop's round is the batch, so it also turns the shards' gather
+	// off unless RAFTSTREAM_GATHER sets it.
+	eventLoopEnv = "RAFTSTREAM_EVENT_LOOP"
 )
 
 // onUnlessOff reads the on/off switch in the environment variable name:
@@ -178,6 +186,22 @@ func readEnvSwitches(o *options) error {
 		if d == 0 {
 			o.gather = -1 // off
 		}
+	}
+	// The event loop never waits on a client, and a forwarded command
+	// waits on another node: with --forwarding every connection keeps its
+	// goroutine.
+	switch v := os.Getenv(eventLoopEnv); v {
+	case "":
+		o.eventLoop = o.bootstrapExpect <= 1 && o.join == "" && !o.forwarding
+	case "on":
+		o.eventLoop = !o.forwarding
+	case "off":
+		o.eventLoop = false
+	default:
+		return fmt.Errorf("%s=%q: want on or off", eventLoopEnv, v)
+	}
+	if o.eventLoop && o.gather == 0 {
+		o.gather = -1 // the loop's round is the batch
 	}
 	return nil
 }
@@ -363,6 +387,7 @@ func run(args []string) error {
 	rcfg.LogLevel = logLevel
 	rcfg.GoDebug = os.Getenv("GODEBUG") // with the monitor setting (sysmon.go)
 	rcfg.Port, rcfg.Bind, rcfg.Dir = o.port, o.bind, o.dir
+	rcfg.EventLoop = o.eventLoop
 	srv := resp.New(node, rcfg)
 	served.Store(srv)
 	if err := applySecurity(srv, &o.sec); err != nil {

@@ -1,0 +1,243 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/raftstream/raftstream/jepsen/testkit"
+	"github.com/raftstream/raftstream/resp/wire"
+)
+
+// The event loop (RAFTSTREAM_EVENT_LOOP=on, resp/loop_linux.go): plain
+// connections that send only writes are served by one goroutine, and leave
+// it for a goroutine of their own when they need anything else.
+
+// startLoopNode starts a node with the event loop on.
+func startLoopNode(t *testing.T, extra ...string) *testkit.Node {
+	t.Helper()
+	t.Setenv(eventLoopEnv, "on")
+	return startNode(t, "", extra...)
+}
+
+// infoInt reads an integer field of INFO section sec.
+func infoInt(t *testing.T, addr, sec, field string) int64 {
+	t.Helper()
+	c, err := testkit.Dial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	b, err := c.Do("INFO", sec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\r\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				t.Fatalf("INFO %s: %q", field, line)
+			}
+			return n
+		}
+	}
+	t.Fatalf("INFO %s has no %s:\n%s", sec, field, b)
+	return 0
+}
+
+// TestEventLoopDiff: writes served by the loop, one at a time and
+// pipelined, errors included, then reads and other commands on the same
+// connections (which leave the loop mid-pipeline), byte for byte against
+// redis-server.
+func TestEventLoopDiff(t *testing.T) {
+	rs := startLoopNode(t)
+	redis := testkit.StartRedis(t)
+	// One write at a time on a connection that sends nothing else.
+	runDiff(t, rs.Addr, redis, script(
+		"XADD s 1-1 a 1",
+		"XADD s 1-1 a 2",
+		"XADD s 2-0 b 2 c 3",
+		"XADD s * a",
+		"SET k v",
+		"XADD k 1-1 a 1",
+		"XADD s MAXLEN 2 3-0 d 4",
+		"XDEL s 2-0 9-9",
+		"XTRIM s MAXLEN 1",
+	))
+	if n := infoInt(t, rs.Addr, "clients", "event_loop_rounds"); n < 5 {
+		t.Fatalf("event_loop_rounds %d after the writes: the loop did not serve them", n)
+	}
+	// Pipelined writes with errors among them, on a connection that stays
+	// in the loop.
+	var cmds [][]string
+	for i := 1; i <= 300; i++ {
+		cmds = append(cmds, []string{"XADD", "p", fmt.Sprintf("%d-0", i), "n", strconv.Itoa(i)})
+		if i%37 == 0 {
+			cmds = append(cmds, []string{"XADD", "p", "1-0", "dup", "1"}, []string{"XADD", "k", "*", "a", "1"})
+		}
+	}
+	handoffs := infoInt(t, rs.Addr, "clients", "event_loop_handoffs")
+	if got, want := pipeline(t, rs.Addr, cmds...), pipeline(t, redis, cmds...); got != want {
+		t.Fatalf("pipelined writes differ:\n raftstream: %.400q\n redis:      %.400q", got, want)
+	}
+	// The same with reads among the writes: the connection leaves the
+	// loop at its first read, with the writes before it answered in order.
+	cmds = cmds[:0]
+	for i := 1; i <= 60; i++ {
+		cmds = append(cmds, []string{"XADD", "q", fmt.Sprintf("%d-0", i), "n", strconv.Itoa(i)})
+		if i%3 == 0 {
+			cmds = append(cmds, []string{"XLEN", "q"}, []string{"XREVRANGE", "q", "+", "-", "COUNT", "1"})
+		}
+	}
+	if got, want := pipeline(t, rs.Addr, cmds...), pipeline(t, redis, cmds...); got != want {
+		t.Fatalf("pipelined writes and reads differ:\n raftstream: %.400q\n redis:      %.400q", got, want)
+	}
+	if n := infoInt(t, rs.Addr, "clients", "event_loop_handoffs"); n <= handoffs {
+		t.Fatalf("event_loop_handoffs %d, was %d: the connection with reads stayed in the loop", n, handoffs)
+	}
+	runDiff(t, rs.Addr, redis, script(
+		"XRANGE s - +",
+		"XRANGE p - + COUNT 5",
+		"XLEN p",
+		"XLEN q",
+		"TYPE k",
+	))
+}
+
+// TestEventLoopPartialCommand: a command that arrives in pieces leaves the
+// loop (which never waits on a client) and is answered whole.
+func TestEventLoopPartialCommand(t *testing.T) {
+	rs := startLoopNode(t)
+	c, err := net.Dial("tcp", rs.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cmd := testkit.EncodeCommand("XADD", "s", "5-1", "f", "v")
+	br := bufio.NewReader(c)
+	for _, part := range [][]byte{cmd[:9], cmd[9:20], cmd[20:]} {
+		if _, err := c.Write(part); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	got, err := wire.ReadReply(br)
+	if err != nil || string(got) != "$3\r\n5-1\r\n" {
+		t.Fatalf("reply %q, %v; want the ID", got, err)
+	}
+	// Another client is served meanwhile and afterwards.
+	if got, err := dial(t, rs.Addr).Do("XADD", "s", "6-1", "f", "v"); err != nil || string(got) != "$3\r\n6-1\r\n" {
+		t.Fatalf("second client: %q, %v", got, err)
+	}
+}
+
+// TestEventLoopSlowReaderDoesNotStall: a client that pipelines writes and
+// does not read its replies fills its socket; the loop hands it to a
+// goroutine instead of waiting, and keeps serving the others. The slow
+// client gets every reply once it reads.
+func TestEventLoopSlowReaderDoesNotStall(t *testing.T) {
+	rs := startLoopNode(t)
+	c, err := net.Dial("tcp", rs.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.(*net.TCPConn).SetReadBuffer(4096) // no receive-window growth
+	const n = 50000
+	var buf []byte
+	for i := 1; i <= n; i++ {
+		buf = wire.AppendCommand(buf, []string{"XADD", "slow", fmt.Sprintf("%d-1", i), "field", "value"})
+	}
+	werr := make(chan error, 1)
+	go func() { _, err := c.Write(buf); werr <- err }()
+	time.Sleep(500 * time.Millisecond)
+	other := dial(t, rs.Addr)
+	other.SetDeadline(time.Now().Add(3 * time.Second))
+	start := time.Now()
+	if got, err := other.Do("XADD", "fast", "1-1", "f", "v"); err != nil || string(got) != "$3\r\n1-1\r\n" {
+		t.Fatalf("another client while one does not read: %q, %v (after %v)", got, err, time.Since(start))
+	}
+	_ = c.SetReadDeadline(time.Now().Add(60 * time.Second))
+	br := bufio.NewReader(c)
+	for i := 1; i <= n; i++ {
+		got, err := wire.ReadReply(br)
+		if want := fmt.Sprintf("%d-1", i); err != nil || string(got) != fmt.Sprintf("$%d\r\n%s\r\n", len(want), want) {
+			t.Fatalf("reply %d: %q, %v", i, got, err)
+		}
+	}
+	if err := <-werr; err != nil {
+		t.Fatal(err)
+	}
+	if h := infoInt(t, rs.Addr, "clients", "event_loop_handoffs"); h < 1 {
+		t.Fatalf("event_loop_handoffs %d: the slow client was never handed over", h)
+	}
+}
+
+// TestEventLoopKillAndIdleTimeout: a loop connection killed by another
+// client is closed and counted out; with an idle timeout set at run time,
+// an idle loop connection is closed like any other.
+func TestEventLoopKillAndIdleTimeout(t *testing.T) {
+	rs := startLoopNode(t)
+	a, err := net.Dial("tcp", rs.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	ar := bufio.NewReader(a)
+	xadd := func() ([]byte, error) {
+		_ = a.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := a.Write(testkit.EncodeCommand("XADD", "s", "*", "f", "v")); err != nil {
+			return nil, err
+		}
+		return wire.ReadReply(ar)
+	}
+	if _, err := xadd(); err != nil {
+		t.Fatal(err)
+	}
+	if n := infoInt(t, rs.Addr, "clients", "event_loop_clients"); n != 1 {
+		t.Fatalf("event_loop_clients %d with one writing client, want 1", n)
+	}
+	b := dial(t, rs.Addr)
+	if got, err := b.Do("CLIENT", "KILL", a.LocalAddr().String()); err != nil || string(got) != "+OK\r\n" {
+		t.Fatalf("CLIENT KILL %s: %q, %v", a.LocalAddr(), got, err)
+	}
+	if got, err := xadd(); err == nil {
+		t.Fatalf("killed client still served: %q", got)
+	}
+	waitClients := func(want int64) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			n := infoInt(t, rs.Addr, "clients", "connected_clients")
+			if n == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("connected_clients %d, want %d", n, want)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	waitClients(2) // b and infoInt's own
+	if n := infoInt(t, rs.Addr, "clients", "event_loop_clients"); n != 0 {
+		t.Fatalf("event_loop_clients %d after the kill, want 0", n)
+	}
+
+	// An idle timeout set at run time reaches the loop's connections.
+	c := dial(t, rs.Addr)
+	if _, err := c.Do("XADD", "s", "*", "f", "v"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.Do("CONFIG", "SET", "timeout", "1"); err != nil || string(got) != "+OK\r\n" {
+		t.Fatalf("CONFIG SET timeout: %q, %v", got, err)
+	}
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if got, err := c.ReadReply(); err == nil {
+		t.Fatalf("idle loop connection got %q instead of being closed", got)
+	}
+}

@@ -1,0 +1,381 @@
+package resp
+
+import (
+	"errors"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The event loop (Config.EventLoop): plain TCP connections that send only
+// writes are served by one goroutine in Redis's shape instead of a goroutine
+// each. A round reads every connection epoll reports ready, submits its
+// writes, then waits for the round's writes and writes every reply; the
+// round is the batch, so the shards' batchers need not wait for more
+// (cmd/raftstream turns their gather off with the loop). Without pipelining,
+// a goroutine per connection wakes twice per command (for the command, then
+// for its reply); the loop wakes once per round.
+//
+// The loop never blocks on a client. A connection leaves the loop for a
+// goroutine of its own, for good, as soon as it needs anything else: a
+// command that is not a batchable write (a read, MULTI, a blocking command,
+// AUTH ...), a command that has not fully arrived, a reply the socket
+// cannot take at once, or an error on the socket; also every connection when
+// an idle timeout is set, which a goroutine's reads enforce. A connection
+// closed by another goroutine (CLIENT KILL, a limit, shutdown) is noticed
+// by its next read, or by the loop's sweep at least once a second.
+type evloop struct {
+	s    *connServer
+	epf  *os.File // the epoll fd, waited on through the netpoller
+	raw  syscall.RawConn
+	epfd int
+
+	mu    sync.Mutex
+	conns map[int32]*conn // by socket fd: the connections the loop owns
+
+	// idle reports the idle timeout in force (> 0: connections go to
+	// their goroutines, whose reads time out).
+	idle func() time.Duration
+
+	rounds, handoffs atomic.Uint64 // for INFO
+
+	active       []*conn // the round's connections served so far (loop goroutine)
+	answerActive func()
+}
+
+// stats is INFO's view: the connections the loop serves, its rounds, and
+// the connections it handed to goroutines of their own.
+func (l *evloop) stats() (conns int, rounds, handoffs uint64) {
+	l.mu.Lock()
+	conns = len(l.conns)
+	l.mu.Unlock()
+	return conns, l.rounds.Load(), l.handoffs.Load()
+}
+
+// loopSweep is how often the loop looks for connections closed under it
+// and for an idle timeout set at run time.
+const loopSweep = time.Second
+
+func newLoop(s *connServer, idle func() time.Duration) (*evloop, error) {
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.SetNonblock(epfd, true); err != nil {
+		unix.Close(epfd)
+		return nil, err
+	}
+	f := os.NewFile(uintptr(epfd), "epoll")
+	raw, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	l := &evloop{s: s, epf: f, raw: raw, epfd: epfd, conns: map[int32]*conn{}, idle: idle}
+	l.answerActive = l.answerRound
+	return l, nil
+}
+
+// tcpFd is the socket fd under nc's wrappers (-1: not a plain TCP
+// connection, or closed).
+func tcpFd(nc net.Conn) int {
+	for {
+		switch x := nc.(type) {
+		case *limitConn:
+			nc = x.Conn
+		case *outConn:
+			nc = x.Conn
+		case *net.TCPConn:
+			sc, err := x.SyscallConn()
+			if err != nil {
+				return -1
+			}
+			fd := -1
+			if sc.Control(func(f uintptr) { fd = int(f) }) != nil {
+				return -1
+			}
+			return fd
+		default:
+			return -1
+		}
+	}
+}
+
+// add takes c into the loop; false leaves it to its own goroutine.
+func (l *evloop) add(c *conn) bool {
+	if c.lr == nil || l.idle() > 0 {
+		return false
+	}
+	fd := tcpFd(c.nc)
+	if fd < 0 {
+		return false
+	}
+	l.mu.Lock()
+	// A connection of the loop closed by another goroutine left epoll
+	// with its socket; its fd's number may be c's now.
+	stale := l.conns[int32(fd)]
+	if stale != nil {
+		delete(l.conns, int32(fd))
+	}
+	if c.lw == nil {
+		c.lw = newLoopWriter(c)
+	}
+	err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: int32(fd)})
+	if err == nil {
+		c.loopFd = int32(fd)
+		l.conns[int32(fd)] = c
+	}
+	l.mu.Unlock()
+	if stale != nil {
+		l.s.finish(stale, nil)
+	}
+	return err == nil
+}
+
+// release takes c out of the loop.
+func (l *evloop) release(c *conn) {
+	l.mu.Lock()
+	mine := l.conns[c.loopFd] == c
+	if mine {
+		delete(l.conns, c.loopFd)
+		// Fails harmlessly when the socket was closed (which removed it).
+		_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, int(c.loopFd), nil)
+	}
+	l.mu.Unlock()
+	c.lr.budget = -1
+}
+
+// handOff moves c to a goroutine of its own, which first runs cmds (read by
+// the loop, not yet served) and writes what c.out holds.
+func (l *evloop) handOff(c *conn, cmds [][][]byte) {
+	l.handoffs.Add(1)
+	l.release(c)
+	go l.s.handleFrom(c, cmds)
+}
+
+// drop ends c (its socket failed or was closed).
+func (l *evloop) drop(c *conn, err error) {
+	l.release(c)
+	l.s.finish(c, err)
+}
+
+// run serves the loop's connections until the loop is closed, then ends
+// the ones it still owns.
+func (l *evloop) run() {
+	defer func() {
+		l.mu.Lock()
+		left := make([]*conn, 0, len(l.conns))
+		for _, c := range l.conns {
+			left = append(left, c)
+		}
+		l.mu.Unlock()
+		for _, c := range left {
+			l.drop(c, nil)
+		}
+	}()
+	events := make([]unix.EpollEvent, 128)
+	var ready, active []*conn
+	n := 0
+	wait := func(uintptr) bool {
+		var err error
+		for {
+			n, err = unix.EpollWait(l.epfd, events, 0)
+			if err != unix.EINTR {
+				break
+			}
+		}
+		return n > 0
+	}
+	nextSweep := time.Now().Add(loopSweep)
+	_ = l.epf.SetReadDeadline(nextSweep)
+	for {
+		n = 0
+		err := l.raw.Read(wait)
+		if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+			return // closed
+		}
+		if err != nil || n == 0 || time.Now().After(nextSweep) {
+			l.sweep()
+			nextSweep = time.Now().Add(loopSweep)
+			_ = l.epf.SetReadDeadline(nextSweep)
+		}
+		ready = ready[:0]
+		l.mu.Lock()
+		for i := range n {
+			if c := l.conns[events[i].Fd]; c != nil {
+				ready = append(ready, c)
+			}
+		}
+		l.mu.Unlock()
+		if len(ready) > 0 {
+			l.rounds.Add(1)
+		}
+		active = l.round(ready, active[:0])
+		clear(ready)
+		clear(active)
+	}
+}
+
+// round reads and submits the ready connections' commands, then answers
+// them and writes the replies. It returns active (emptied) for reuse.
+func (l *evloop) round(ready, active []*conn) []*conn {
+	for _, c := range ready {
+		c.lr.budget = 1 // the socket is readable: one read never blocks
+		cmds, err := c.rd.ReadCommands()
+		c.lr.budget = 0
+		switch {
+		case errors.Is(err, errWouldBlock):
+			l.handOff(c, nil) // a command that has not fully arrived
+			continue
+		case err != nil:
+			// EOF, a reset, a protocol error: the goroutine's loop
+			// reads it again and ends the connection as usual.
+			l.handOff(c, nil)
+			continue
+		case !l.s.loopable(c, cmds):
+			l.handOff(c, cmds)
+			continue
+		}
+		l.active = active
+		c.client.beforeBlock = l.answerActive
+		c.client.deferAnswer = true
+		l.s.serve(c, cmds)
+		c.client.deferAnswer, c.client.beforeBlock = false, nil
+		active = append(active, c)
+	}
+	l.answer(active)
+	l.active = nil
+	return active[:0]
+}
+
+// answerRound answers the round's connections served so far: a
+// connection's runPipeline calls it before it waits for a permit that only
+// those answers release (client.beforeBlock).
+func (l *evloop) answerRound() { l.answer(l.active) }
+
+// answer waits for the writes the active connections submitted and writes
+// their replies (each only once: answered ones become nil). A
+// connection whose reply the socket cannot take at once, or whose socket
+// failed, leaves the loop.
+func (l *evloop) answer(active []*conn) {
+	for i, c := range active {
+		if c == nil {
+			continue
+		}
+		l.s.answer(c)
+		active[i] = nil
+		if c.closed {
+			l.drop(c, nil)
+			continue
+		}
+		switch err := c.writeNow(); {
+		case errors.Is(err, errWouldBlock):
+			l.handOff(c, nil) // its goroutine writes the rest first
+		case err != nil:
+			l.drop(c, err)
+		}
+	}
+}
+
+// sweep ends the connections closed under the loop and, when an idle
+// timeout is in force, hands every connection to its goroutine.
+func (l *evloop) sweep() {
+	idle := l.idle() > 0
+	l.mu.Lock()
+	var gone, out []*conn
+	for _, c := range l.conns {
+		switch {
+		case tcpFd(c.nc) < 0:
+			gone = append(gone, c)
+		case idle:
+			out = append(out, c)
+		}
+	}
+	l.mu.Unlock()
+	for _, c := range gone {
+		l.drop(c, nil)
+	}
+	for _, c := range out {
+		l.handOff(c, nil)
+	}
+}
+
+// close stops the loop; run ends the connections it still owns.
+func (l *evloop) close() { l.epf.Close() }
+
+// loopWriter makes the event loop's non-blocking writes to a connection's
+// socket (made once per connection: the raw conn and the write function).
+type loopWriter struct {
+	c   *conn
+	sc  syscall.RawConn
+	fn  func(fd uintptr) bool
+	n   int
+	err error
+}
+
+func newLoopWriter(c *conn) *loopWriter {
+	w := &loopWriter{c: c}
+	for nc := c.nc; w.sc == nil; {
+		switch x := nc.(type) {
+		case *limitConn:
+			nc = x.Conn
+		case *outConn:
+			nc = x.Conn
+		case *net.TCPConn:
+			sc, err := x.SyscallConn()
+			if err != nil {
+				return nil
+			}
+			w.sc = sc
+		default:
+			return nil
+		}
+	}
+	w.fn = w.write
+	return w
+}
+
+func (w *loopWriter) write(fd uintptr) bool {
+	for {
+		w.n, w.err = syscall.Write(int(fd), w.c.out)
+		if w.err != syscall.EINTR {
+			return true
+		}
+	}
+}
+
+// writeNow writes c.out with one non-blocking write: errWouldBlock when the
+// socket took part of it (the rest stays in c.out).
+func (c *conn) writeNow() error {
+	if len(c.out) == 0 || c.werr != nil {
+		return c.werr
+	}
+	w := c.lw
+	if w == nil {
+		return errWouldBlock
+	}
+	w.n, w.err = 0, nil
+	if err := w.sc.Write(w.fn); err != nil {
+		c.werr = err
+		return err
+	}
+	if w.n > 0 {
+		c.out = c.out[:copy(c.out, c.out[w.n:])]
+	}
+	switch {
+	case w.err == syscall.EAGAIN || (w.err == nil && len(c.out) > 0):
+		return errWouldBlock
+	case w.err != nil:
+		c.werr = w.err
+		return w.err
+	}
+	if cap(c.out) > maxKeptOut {
+		c.out = nil
+	}
+	return nil
+}
