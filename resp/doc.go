@@ -1,5 +1,8 @@
 // Package resp is raftstream's client-facing server: RESP2/RESP3 over TCP,
-// one connection goroutine each (conn.go). Its sub-packages hold what does
+// one connection goroutine each (conn.go), or, with Config.EventLoop, one
+// event loop for the plain connections that send only writes, which hands a
+// connection to a goroutine of its own once it needs anything else
+// (loop_linux.go). Its sub-packages hold what does
 // not need the server: resp/wire the protocol (the one request reader, the
 // encoders, a small client), resp/command the command table, resp/acl the
 // access rules, resp/admin the HTTP admin endpoints.
