@@ -30,10 +30,9 @@ import (
 // closed by another goroutine (CLIENT KILL, a limit, shutdown) is noticed
 // by its next read, or by the loop's sweep at least once a second.
 type evloop struct {
-	s    *connServer
-	epf  *os.File // the epoll fd, waited on through the netpoller
-	raw  syscall.RawConn
-	epfd int
+	s   *connServer
+	epf *os.File        // the epoll fd, waited on through the netpoller
+	raw syscall.RawConn // epf's: every use of the fd goes through it
 
 	mu    sync.Mutex
 	conns map[int32]*conn // by socket fd: the connections the loop owns
@@ -76,75 +75,65 @@ func newLoop(s *connServer, idle func() time.Duration) (*evloop, error) {
 		f.Close()
 		return nil, err
 	}
-	l := &evloop{s: s, epf: f, raw: raw, epfd: epfd, conns: map[int32]*conn{}, idle: idle}
+	l := &evloop{s: s, epf: f, raw: raw, conns: map[int32]*conn{}, idle: idle}
 	l.answerActive = l.answerRound
 	return l, nil
 }
 
-// tcpFd is the socket fd under nc's wrappers (-1: not a plain TCP
-// connection, or closed).
-func tcpFd(nc net.Conn) int {
-	for {
-		switch x := nc.(type) {
-		case *limitConn:
-			nc = x.Conn
-		case *outConn:
-			nc = x.Conn
-		case *net.TCPConn:
-			sc, err := x.SyscallConn()
-			if err != nil {
-				return -1
-			}
-			fd := -1
-			if sc.Control(func(f uintptr) { fd = int(f) }) != nil {
-				return -1
-			}
-			return fd
-		default:
-			return -1
-		}
+// ctl changes the loop's epoll set (an error once the loop is closed).
+func (l *evloop) ctl(op, fd int, ev *unix.EpollEvent) error {
+	var err error
+	if cerr := l.raw.Control(func(epfd uintptr) { err = unix.EpollCtl(int(epfd), op, fd, ev) }); cerr != nil {
+		return cerr
 	}
+	return err
 }
+
+// socketClosed reports whether c's socket is closed (by any goroutine).
+func (c *conn) socketClosed() bool { return c.lw.sc.Control(func(uintptr) {}) != nil }
 
 // add takes c into the loop; false leaves it to its own goroutine.
 func (l *evloop) add(c *conn) bool {
 	if c.lr == nil || l.idle() > 0 {
 		return false
 	}
-	fd := tcpFd(c.nc)
-	if fd < 0 {
-		return false
-	}
-	l.mu.Lock()
-	// A connection of the loop closed by another goroutine left epoll
-	// with its socket; its fd's number may be c's now.
-	stale := l.conns[int32(fd)]
-	if stale != nil {
-		delete(l.conns, int32(fd))
-	}
 	if c.lw == nil {
-		c.lw = newLoopWriter(c)
+		if c.lw = newLoopWriter(c); c.lw == nil {
+			return false // not a plain TCP connection
+		}
 	}
-	err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: int32(fd)})
-	if err == nil {
-		c.loopFd = int32(fd)
-		l.conns[int32(fd)] = c
-	}
+	var stale *conn
+	added := false
+	l.mu.Lock()
+	// The socket's fd is registered while it cannot be closed (Control
+	// holds it), so its number is c's throughout.
+	_ = c.lw.sc.Control(func(f uintptr) {
+		fd := int32(f)
+		// A connection of the loop closed by another goroutine left the
+		// epoll set with its socket; its fd's number may be c's now.
+		if stale = l.conns[fd]; stale != nil {
+			delete(l.conns, fd)
+		}
+		if l.ctl(unix.EPOLL_CTL_ADD, int(f), &unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: fd}) == nil {
+			c.loopFd, added = fd, true
+			l.conns[fd] = c
+		}
+	})
 	l.mu.Unlock()
 	if stale != nil {
 		l.s.finish(stale, nil)
 	}
-	return err == nil
+	return added
 }
 
 // release takes c out of the loop.
 func (l *evloop) release(c *conn) {
 	l.mu.Lock()
-	mine := l.conns[c.loopFd] == c
-	if mine {
+	if l.conns[c.loopFd] == c {
 		delete(l.conns, c.loopFd)
-		// Fails harmlessly when the socket was closed (which removed it).
-		_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, int(c.loopFd), nil)
+		// Fails when the socket was closed, which took it out of the set
+		// (its fd's number may be another connection's by now).
+		_ = c.lw.sc.Control(func(f uintptr) { _ = l.ctl(unix.EPOLL_CTL_DEL, int(f), nil) })
 	}
 	l.mu.Unlock()
 	c.lr.budget = -1
@@ -181,10 +170,10 @@ func (l *evloop) run() {
 	events := make([]unix.EpollEvent, 128)
 	var ready, active []*conn
 	n := 0
-	wait := func(uintptr) bool {
+	wait := func(epfd uintptr) bool {
 		var err error
 		for {
-			n, err = unix.EpollWait(l.epfd, events, 0)
+			n, err = unix.EpollWait(int(epfd), events, 0)
 			if err != unix.EINTR {
 				break
 			}
@@ -290,7 +279,7 @@ func (l *evloop) sweep() {
 	var gone, out []*conn
 	for _, c := range l.conns {
 		switch {
-		case tcpFd(c.nc) < 0:
+		case c.socketClosed():
 			gone = append(gone, c)
 		case idle:
 			out = append(out, c)
