@@ -35,8 +35,9 @@ type client struct {
 	// The event loop's round (loop_linux.go): runPipeline submits the
 	// writes and leaves their answers to it; beforeBlock answers the
 	// round's other connections before runPipeline waits for a permit.
-	deferAnswer bool
-	beforeBlock func()
+	deferAnswer   bool
+	beforeBlock   func()
+	holdsInflight bool // serve's count of the batch, released by answerDeferred
 
 	multi    *multiState  // non-nil between MULTI and EXEC/DISCARD
 	execing  bool         // EXEC is running the transaction's commands

@@ -158,7 +158,14 @@ func (s *Server) runPipeline(c *client, argvs [][][]byte) {
 // output.
 func (s *Server) answerDeferred(cn *conn) {
 	c := cn.client
-	if c == nil || len(c.pipe.queue) == 0 {
+	if c == nil {
+		return
+	}
+	if c.holdsInflight {
+		c.holdsInflight = false
+		defer s.inflight.Done()
+	}
+	if len(c.pipe.queue) == 0 {
 		return
 	}
 	p := pipeline{s: s, c: c, queue: c.pipe.queue}

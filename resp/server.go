@@ -324,6 +324,13 @@ func (s *Server) serve(cn *conn, argvs [][][]byte) {
 	}
 	s.inflight.Add(1)
 	s.drainMu.RUnlock()
+	if c.deferAnswer {
+		// The event loop answers the writes after its round: the batch
+		// is in flight until then (answerDeferred), for Shutdown.
+		c.holdsInflight = true
+		s.runPipeline(c, argvs)
+		return
+	}
 	defer s.inflight.Done()
 	s.runPipeline(c, argvs)
 }
