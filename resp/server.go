@@ -324,15 +324,19 @@ func (s *Server) serve(cn *conn, argvs [][][]byte) {
 	}
 	s.inflight.Add(1)
 	s.drainMu.RUnlock()
-	if c.deferAnswer {
-		// The event loop answers the writes after its round: the batch
-		// is in flight until then (answerDeferred), for Shutdown.
-		c.holdsInflight = true
-		s.runPipeline(c, argvs)
-		return
-	}
-	defer s.inflight.Done()
+	// The event loop answers the writes after its round: the batch is in
+	// flight until then (answerDeferred), for Shutdown.
+	c.holdsInflight = c.deferAnswer
+	defer s.doneUnlessHeld(c)
 	s.runPipeline(c, argvs)
+}
+
+// doneUnlessHeld ends serve's count of a batch, unless the event loop
+// still has to answer it (answerDeferred ends it then).
+func (s *Server) doneUnlessHeld(c *client) {
+	if !c.holdsInflight {
+		s.inflight.Done()
+	}
 }
 
 // read runs a read command against the shard's engine (or answers where

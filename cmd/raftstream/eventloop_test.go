@@ -24,6 +24,18 @@ func startLoopNode(t *testing.T, extra ...string) *testkit.Node {
 	return startNode(t, "", extra...)
 }
 
+// dialTCP opens a plain socket to addr, closed at cleanup: for writing
+// commands in pieces and pipelines of one's own making.
+func dialTCP(t *testing.T, addr string) *net.TCPConn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c.(*net.TCPConn)
+}
+
 // infoInt reads an integer field of INFO section sec.
 func infoInt(t *testing.T, addr, sec, field string) int64 {
 	t.Helper()
@@ -112,11 +124,7 @@ func TestEventLoopDiff(t *testing.T) {
 // loop (which never waits on a client) and is answered whole.
 func TestEventLoopPartialCommand(t *testing.T) {
 	rs := startLoopNode(t)
-	c, err := net.Dial("tcp", rs.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialTCP(t, rs.Addr)
 	cmd := testkit.EncodeCommand("XADD", "s", "5-1", "f", "v")
 	br := bufio.NewReader(c)
 	for _, part := range [][]byte{cmd[:9], cmd[9:20], cmd[20:]} {
@@ -142,12 +150,8 @@ func TestEventLoopPartialCommand(t *testing.T) {
 // client gets every reply once it reads.
 func TestEventLoopSlowReaderDoesNotStall(t *testing.T) {
 	rs := startLoopNode(t)
-	c, err := net.Dial("tcp", rs.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.(*net.TCPConn).SetReadBuffer(4096) // no receive-window growth
+	c := dialTCP(t, rs.Addr)
+	_ = c.SetReadBuffer(4096) // no receive-window growth
 	const n = 50000
 	var buf []byte
 	for i := 1; i <= n; i++ {
@@ -183,11 +187,7 @@ func TestEventLoopSlowReaderDoesNotStall(t *testing.T) {
 // an idle loop connection is closed like any other.
 func TestEventLoopKillAndIdleTimeout(t *testing.T) {
 	rs := startLoopNode(t)
-	a, err := net.Dial("tcp", rs.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
+	a := dialTCP(t, rs.Addr)
 	ar := bufio.NewReader(a)
 	xadd := func() ([]byte, error) {
 		_ = a.SetDeadline(time.Now().Add(5 * time.Second))
@@ -250,11 +250,7 @@ func TestEventLoopShutdownKeepsAcknowledgedWrites(t *testing.T) {
 	const clients, perClient = 4, 3000
 	acked := make(chan []string, clients)
 	for k := range clients {
-		c, err := net.Dial("tcp", rs.Addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		c := dialTCP(t, rs.Addr)
 		go func() {
 			var ok []string
 			defer func() { acked <- ok }()
