@@ -188,7 +188,7 @@ func (l *evloop) run() {
 		if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
 			return // closed
 		}
-		if err != nil || n == 0 || time.Now().After(nextSweep) {
+		if err != nil || time.Now().After(nextSweep) { // err: the sweep's deadline
 			l.sweep()
 			nextSweep = time.Now().Add(loopSweep)
 			_ = l.epf.SetReadDeadline(nextSweep)

@@ -36,31 +36,6 @@ func dialTCP(t *testing.T, addr string) *net.TCPConn {
 	return c.(*net.TCPConn)
 }
 
-// infoInt reads an integer field of INFO section sec.
-func infoInt(t *testing.T, addr, sec, field string) int64 {
-	t.Helper()
-	c, err := testkit.Dial(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	b, err := c.Do("INFO", sec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\r\n") {
-		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				t.Fatalf("INFO %s: %q", field, line)
-			}
-			return n
-		}
-	}
-	t.Fatalf("INFO %s has no %s:\n%s", sec, field, b)
-	return 0
-}
-
 // TestEventLoopDiff: writes served by the loop, one at a time and
 // pipelined, errors included, then reads and other commands on the same
 // connections (which leave the loop mid-pipeline), byte for byte against
@@ -80,7 +55,7 @@ func TestEventLoopDiff(t *testing.T) {
 		"XDEL s 2-0 9-9",
 		"XTRIM s MAXLEN 1",
 	))
-	if n := infoInt(t, rs.Addr, "clients", "event_loop_rounds"); n < 5 {
+	if n := infoField(t, rs.Addr, "clients", "event_loop_rounds"); n < 5 {
 		t.Fatalf("event_loop_rounds %d after the writes: the loop did not serve them", n)
 	}
 	// Pipelined writes with errors among them, on a connection that stays
@@ -92,7 +67,7 @@ func TestEventLoopDiff(t *testing.T) {
 			cmds = append(cmds, []string{"XADD", "p", "1-0", "dup", "1"}, []string{"XADD", "k", "*", "a", "1"})
 		}
 	}
-	handoffs := infoInt(t, rs.Addr, "clients", "event_loop_handoffs")
+	handoffs := infoField(t, rs.Addr, "clients", "event_loop_handoffs")
 	if got, want := pipeline(t, rs.Addr, cmds...), pipeline(t, redis, cmds...); got != want {
 		t.Fatalf("pipelined writes differ:\n raftstream: %.400q\n redis:      %.400q", got, want)
 	}
@@ -108,7 +83,7 @@ func TestEventLoopDiff(t *testing.T) {
 	if got, want := pipeline(t, rs.Addr, cmds...), pipeline(t, redis, cmds...); got != want {
 		t.Fatalf("pipelined writes and reads differ:\n raftstream: %.400q\n redis:      %.400q", got, want)
 	}
-	if n := infoInt(t, rs.Addr, "clients", "event_loop_handoffs"); n <= handoffs {
+	if n := infoField(t, rs.Addr, "clients", "event_loop_handoffs"); n <= handoffs {
 		t.Fatalf("event_loop_handoffs %d, was %d: the connection with reads stayed in the loop", n, handoffs)
 	}
 	runDiff(t, rs.Addr, redis, script(
@@ -177,7 +152,7 @@ func TestEventLoopSlowReaderDoesNotStall(t *testing.T) {
 	if err := <-werr; err != nil {
 		t.Fatal(err)
 	}
-	if h := infoInt(t, rs.Addr, "clients", "event_loop_handoffs"); h < 1 {
+	if h := infoField(t, rs.Addr, "clients", "event_loop_handoffs"); h < 1 {
 		t.Fatalf("event_loop_handoffs %d: the slow client was never handed over", h)
 	}
 }
@@ -199,7 +174,7 @@ func TestEventLoopKillAndIdleTimeout(t *testing.T) {
 	if _, err := xadd(); err != nil {
 		t.Fatal(err)
 	}
-	if n := infoInt(t, rs.Addr, "clients", "event_loop_clients"); n != 1 {
+	if n := infoField(t, rs.Addr, "clients", "event_loop_clients"); n != 1 {
 		t.Fatalf("event_loop_clients %d with one writing client, want 1", n)
 	}
 	b := dial(t, rs.Addr)
@@ -213,7 +188,7 @@ func TestEventLoopKillAndIdleTimeout(t *testing.T) {
 		t.Helper()
 		deadline := time.Now().Add(5 * time.Second)
 		for {
-			n := infoInt(t, rs.Addr, "clients", "connected_clients")
+			n := infoField(t, rs.Addr, "clients", "connected_clients")
 			if n == want {
 				return
 			}
@@ -223,8 +198,8 @@ func TestEventLoopKillAndIdleTimeout(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
-	waitClients(2) // b and infoInt's own
-	if n := infoInt(t, rs.Addr, "clients", "event_loop_clients"); n != 0 {
+	waitClients(2) // b and infoField's own
+	if n := infoField(t, rs.Addr, "clients", "event_loop_clients"); n != 0 {
 		t.Fatalf("event_loop_clients %d after the kill, want 0", n)
 	}
 
