@@ -66,9 +66,22 @@ var errWouldBlock = errors.New("resp: would block")
 type budgetReader struct {
 	r      io.Reader
 	budget int
+	// pre is what the event loop received from the socket for this
+	// reader (a read: it takes the budget's); again, that the loop's
+	// receive found nothing to read after all.
+	pre   []byte
+	again bool
 }
 
 func (b *budgetReader) Read(p []byte) (int, error) {
+	if len(b.pre) > 0 {
+		n := copy(p, b.pre)
+		b.pre = b.pre[n:]
+		if b.budget > 0 {
+			b.budget--
+		}
+		return n, nil
+	}
 	switch {
 	case b.budget == 0:
 		return 0, errWouldBlock

@@ -141,10 +141,11 @@ func (s *Server) infoSection(c *client, b *strings.Builder, sec string) {
 		rs := s.rs
 		s.mu.Unlock()
 		if rs != nil && rs.loop != nil {
-			conns, rounds, handoffs := rs.loop.stats()
+			conns, rounds, handoffs, ring := rs.loop.stats()
 			w.kv("event_loop_clients", conns)
 			w.kv("event_loop_rounds", rounds)
 			w.kv("event_loop_handoffs", handoffs)
+			w.kv("event_loop_io_uring", boolInt(ring))
 		}
 	case "memory":
 		s.infoMemory(w)

@@ -45,22 +45,39 @@ type evloop struct {
 
 	active       []*conn // the round's connections served so far (loop goroutine)
 	answerActive func()
+
+	// ring makes a round's receives, and its sends, in one system call
+	// each (nil without io_uring: a read and a write per connection).
+	// rbuf holds the round's received bytes, loopRecv per connection;
+	// fds and ops are the ring's per-round scratch.
+	ring    *uring
+	ringOn  atomic.Bool // ring != nil, for INFO
+	ringErr error       // why there is no ring (nil when not wanted)
+	rbuf    []byte
+	fds     []int32
+	ops     []uringOp
+	sent    []*conn
 }
 
-// stats is INFO's view: the connections the loop serves, its rounds, and
-// the connections it handed to goroutines of their own.
-func (l *evloop) stats() (conns int, rounds, handoffs uint64) {
+// loopRecv is what one receive of the loop takes from a connection, as
+// much as a connection's goroutine reads at once (wire's minimum buffer).
+const loopRecv = 16 << 10
+
+// stats is INFO's view: the connections the loop serves, its rounds, the
+// connections it handed to goroutines of their own, and whether its
+// reads and writes go through io_uring.
+func (l *evloop) stats() (conns int, rounds, handoffs uint64, ring bool) {
 	l.mu.Lock()
 	conns = len(l.conns)
 	l.mu.Unlock()
-	return conns, l.rounds.Load(), l.handoffs.Load()
+	return conns, l.rounds.Load(), l.handoffs.Load(), l.ringOn.Load()
 }
 
 // loopSweep is how often the loop looks for connections closed under it
 // and for an idle timeout set at run time.
 const loopSweep = time.Second
 
-func newLoop(s *connServer, idle func() time.Duration) (*evloop, error) {
+func newLoop(s *connServer, idle func() time.Duration, ring bool) (*evloop, error) {
 	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, err
@@ -77,8 +94,17 @@ func newLoop(s *connServer, idle func() time.Duration) (*evloop, error) {
 	}
 	l := &evloop{s: s, epf: f, raw: raw, conns: map[int32]*conn{}, idle: idle}
 	l.answerActive = l.answerRound
+	if ring {
+		if l.ring, l.ringErr = newURing(); l.ringErr != nil {
+			l.ring = nil // a read and a write per connection
+		}
+		l.ringOn.Store(l.ring != nil)
+	}
 	return l, nil
 }
+
+// ringError says why the loop was asked for io_uring and got none.
+func (l *evloop) ringError() error { return l.ringErr }
 
 // ctl changes the loop's epoll set (an error once the loop is closed).
 func (l *evloop) ctl(op, fd int, ev *unix.EpollEvent) error {
@@ -144,6 +170,10 @@ func (l *evloop) release(c *conn) {
 func (l *evloop) handOff(c *conn, cmds [][][]byte) {
 	l.handoffs.Add(1)
 	l.release(c)
+	if len(c.lr.pre) > 0 {
+		// Received by the loop, not yet read: out of the loop's buffer.
+		c.lr.pre = append([]byte(nil), c.lr.pre...)
+	}
 	go l.s.handleFrom(c, cmds)
 }
 
@@ -157,6 +187,10 @@ func (l *evloop) drop(c *conn, err error) {
 // the ones it still owns.
 func (l *evloop) run() {
 	defer func() {
+		if l.ring != nil {
+			l.ring.close()
+			l.ringOn.Store(false)
+		}
 		l.mu.Lock()
 		left := make([]*conn, 0, len(l.conns))
 		for _, c := range l.conns {
@@ -213,7 +247,14 @@ func (l *evloop) run() {
 // round reads and submits the ready connections' commands, then answers
 // them and writes the replies. It returns active (emptied) for reuse.
 func (l *evloop) round(ready, active []*conn) []*conn {
+	if l.ring != nil {
+		l.receive(ready)
+	}
 	for _, c := range ready {
+		if c.lr.again {
+			c.lr.again = false // nothing to read after all
+			continue
+		}
 		c.lr.budget = 1 // the socket is readable: one read never blocks
 		cmds, err := c.rd.ReadCommands()
 		c.lr.budget = 0
@@ -226,7 +267,8 @@ func (l *evloop) round(ready, active []*conn) []*conn {
 			// reads it again and ends the connection as usual.
 			l.handOff(c, nil)
 			continue
-		case !l.s.loopable(c, cmds):
+		case !l.s.loopable(c, cmds) || len(c.lr.pre) > 0:
+			// (Or the reader did not take all the loop received.)
 			l.handOff(c, cmds)
 			continue
 		}
@@ -252,6 +294,10 @@ func (l *evloop) answerRound() { l.answer(l.active) }
 // connection whose reply the socket cannot take at once, or whose socket
 // failed, leaves the loop.
 func (l *evloop) answer(active []*conn) {
+	if l.ring != nil {
+		l.answerRing(active)
+		return
+	}
 	for i, c := range active {
 		if c == nil {
 			continue
@@ -262,12 +308,127 @@ func (l *evloop) answer(active []*conn) {
 			l.drop(c, nil)
 			continue
 		}
-		switch err := c.writeNow(); {
-		case errors.Is(err, errWouldBlock):
-			l.handOff(c, nil) // its goroutine writes the rest first
-		case err != nil:
-			l.drop(c, err)
+		l.wrote(c, c.writeNow())
+	}
+}
+
+// wrote acts on the outcome of c's write: a reply the socket did not take
+// at once goes with c to its goroutine; a failed socket ends c.
+func (l *evloop) wrote(c *conn, err error) {
+	switch {
+	case errors.Is(err, errWouldBlock):
+		l.handOff(c, nil) // its goroutine writes the rest first
+	case err != nil:
+		l.drop(c, err)
+	}
+}
+
+// answerRing is answer with the ring: every reply is built first, then
+// sent in one system call.
+func (l *evloop) answerRing(active []*conn) {
+	sent := l.sent[:0]
+	for i, c := range active {
+		if c == nil {
+			continue
 		}
+		l.s.answer(c)
+		active[i] = nil
+		switch {
+		case c.closed:
+			l.drop(c, nil)
+		case c.werr != nil:
+			l.drop(c, c.werr)
+		case len(c.out) > 0:
+			sent = append(sent, c)
+		}
+	}
+	if len(sent) == 0 {
+		return
+	}
+	fds := l.fdsFor(len(sent))
+	ops := l.ops[:0]
+	var rerr error
+	withFds(sent, fds, func() {
+		for i, c := range sent {
+			if fds[i] >= 0 {
+				ops = append(ops, uringOp{fd: fds[i], buf: c.out})
+			}
+		}
+		rerr = l.ring.run(uringOpSend, ops)
+	})
+	k := 0
+	for i, c := range sent {
+		if fds[i] < 0 {
+			l.drop(c, nil) // closed under the loop
+			continue
+		}
+		l.wrote(c, c.sent(ops[k].res))
+		k++
+	}
+	clear(ops)
+	clear(sent)
+	l.ops, l.sent = ops[:0], sent[:0]
+	l.ringFailed(rerr)
+}
+
+// receive makes one receive from each ready connection in one system call;
+// each one's reader then reads what it received (budgetReader.pre). A
+// connection with nothing to receive after all is skipped this round
+// (again); a socket at EOF or in error is left to the plain read, which
+// sees the same.
+func (l *evloop) receive(ready []*conn) {
+	if need := len(ready) * loopRecv; len(l.rbuf) < need {
+		l.rbuf = make([]byte, need)
+	}
+	fds := l.fdsFor(len(ready))
+	ops := l.ops[:0]
+	var rerr error
+	withFds(ready, fds, func() {
+		for i := range ready {
+			if fds[i] >= 0 {
+				ops = append(ops, uringOp{fd: fds[i], buf: l.rbuf[i*loopRecv : (i+1)*loopRecv : (i+1)*loopRecv]})
+			}
+		}
+		rerr = l.ring.run(uringOpRecv, ops)
+	})
+	k := 0
+	for i, c := range ready {
+		if fds[i] < 0 {
+			continue // closed: the plain read fails
+		}
+		op := ops[k]
+		k++
+		switch {
+		case op.res > 0:
+			c.lr.pre = op.buf[:op.res]
+		case op.res == -int32(unix.EAGAIN):
+			c.lr.again = true
+		case op.res == -int32(unix.EIO) && rerr != nil:
+			// Unknown: whatever it received is lost to the reader.
+			c.lr.again = true
+			l.drop(c, rerr)
+		}
+	}
+	clear(ops)
+	l.ops = ops[:0]
+	l.ringFailed(rerr)
+}
+
+// fdsFor returns the round's fd scratch for n connections.
+func (l *evloop) fdsFor(n int) []int32 {
+	if cap(l.fds) < n {
+		l.fds = make([]int32, n)
+	}
+	return l.fds[:n]
+}
+
+// ringFailed gives up the ring after an error of its own (not of a
+// socket's): the loop reads and writes each connection itself from then on.
+func (l *evloop) ringFailed(err error) {
+	if err != nil {
+		l.ring.close()
+		l.ring = nil
+		l.ringOn.Store(false)
 	}
 }
 
@@ -353,15 +514,29 @@ func (c *conn) writeNow() error {
 		c.werr = err
 		return err
 	}
-	if w.n > 0 {
-		c.out = c.out[:copy(c.out, c.out[w.n:])]
+	return c.afterWrite(w.n, w.err)
+}
+
+// sent is afterWrite for a send the ring made: res is its bytes or -errno.
+func (c *conn) sent(res int32) error {
+	if res < 0 {
+		return c.afterWrite(0, syscall.Errno(-res))
+	}
+	return c.afterWrite(int(res), nil)
+}
+
+// afterWrite drops the n bytes a write took from c.out: errWouldBlock when
+// it took only part of them (or none: EAGAIN), err for a failed socket.
+func (c *conn) afterWrite(n int, err error) error {
+	if n > 0 {
+		c.out = c.out[:copy(c.out, c.out[n:])]
 	}
 	switch {
-	case w.err == syscall.EAGAIN || (w.err == nil && len(c.out) > 0):
+	case err == syscall.EAGAIN || (err == nil && len(c.out) > 0):
 		return errWouldBlock
-	case w.err != nil:
-		c.werr = w.err
-		return w.err
+	case err != nil:
+		c.werr = err
+		return err
 	}
 	if cap(c.out) > maxKeptOut {
 		c.out = nil

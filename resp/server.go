@@ -56,6 +56,11 @@ type Config struct {
 	// answer, write) instead of a goroutine each (loop_linux.go). Linux
 	// only.
 	EventLoop bool
+	// EventLoopSyscalls makes the event loop read and write each
+	// connection with a system call of its own; by default a round's reads,
+	// and its writes, go in one io_uring call each where the kernel allows
+	// io_uring (uring_linux.go).
+	EventLoopSyscalls bool
 	// Logger receives connection-level logs. Nil means discard.
 	Logger *slog.Logger
 	// Port is reported by INFO (tcp_port) and CONFIG GET port.
@@ -170,11 +175,14 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.rs = &connServer{open: s.accept, serve: s.serve, closed: s.closed, reader: s.newReader, conns: map[*conn]bool{},
 		loopable: s.loopable, answer: s.answerDeferred}
 	if s.cfg.EventLoop {
-		l, err := newLoop(s.rs, func() time.Duration { return time.Duration(s.conns.idle.Load()) })
+		l, err := newLoop(s.rs, func() time.Duration { return time.Duration(s.conns.idle.Load()) }, !s.cfg.EventLoopSyscalls)
 		if err != nil {
 			s.log.Warn("event loop unavailable: every connection has its goroutine", "err", err)
 		} else {
 			s.rs.loop = l
+			if err := l.ringError(); err != nil {
+				s.log.Warn("io_uring unavailable: the event loop reads and writes each connection with system calls of its own", "err", err)
+			}
 		}
 	}
 	rs := s.rs

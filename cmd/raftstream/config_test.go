@@ -223,6 +223,30 @@ func TestGatherSwitch(t *testing.T) {
 // RAFTSTREAM_EVENT_LOOP=off; a node forming or joining a cluster runs it only
 // with =on; --forwarding never does; the loop turns the gather off unless
 // RAFTSTREAM_GATHER sets it; any other value is refused.
+// TestIOURingSwitch: RAFTSTREAM_IO_URING=off makes the event loop read and
+// write each connection with system calls of its own.
+func TestIOURingSwitch(t *testing.T) {
+	for _, tc := range []struct {
+		env          string
+		wantSyscalls bool
+		bad          bool
+	}{{env: ""}, {env: "on"}, {env: "off", wantSyscalls: true}, {env: "no", bad: true}} {
+		t.Setenv(ioURingEnv, tc.env)
+		var o options
+		err := readEnvSwitches(&o)
+		switch {
+		case tc.bad:
+			if err == nil || !strings.Contains(err.Error(), ioURingEnv) {
+				t.Errorf("%s=%q: err %v, want one naming the variable", ioURingEnv, tc.env, err)
+			}
+		case err != nil:
+			t.Fatalf("%s=%q: %v", ioURingEnv, tc.env, err)
+		case o.loopSyscalls != tc.wantSyscalls:
+			t.Errorf("%s=%q: syscalls %v, want %v", ioURingEnv, tc.env, o.loopSyscalls, tc.wantSyscalls)
+		}
+	}
+}
+
 func TestEventLoopSwitch(t *testing.T) {
 	for _, tc := range []struct {
 		env, gather string

@@ -1,13 +1,19 @@
+//go:build linux
+
 package main
 
 import (
 	"bufio"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/raftstream/raftstream/jepsen/testkit"
 	"github.com/raftstream/raftstream/resp/wire"
@@ -17,11 +23,44 @@ import (
 // connections that send only writes are served by one goroutine, and leave
 // it for a goroutine of their own when they need anything else.
 
-// startLoopNode starts a node with the event loop on.
+// startLoopNode starts a node with the event loop on, and checks that the
+// loop reads and writes through io_uring unless RAFTSTREAM_IO_URING is off
+// or this host refuses io_uring.
 func startLoopNode(t *testing.T, extra ...string) *testkit.Node {
 	t.Helper()
 	t.Setenv(eventLoopEnv, "on")
-	return startNode(t, "", extra...)
+	n := startNode(t, "", extra...)
+	want := int64(0)
+	if os.Getenv(ioURingEnv) != "off" && hostIOURing() {
+		want = 1
+	}
+	if got := infoField(t, n.Addr, "clients", "event_loop_io_uring"); got != want {
+		t.Fatalf("event_loop_io_uring %d with %s=%q, want %d", got, ioURingEnv, os.Getenv(ioURingEnv), want)
+	}
+	return n
+}
+
+// hostIOURing reports whether this host lets a process set up an io_uring.
+func hostIOURing() bool {
+	var params [120]byte // struct io_uring_params
+	fd, _, errno := unix.Syscall(unix.SYS_IO_URING_SETUP, 1, uintptr(unsafe.Pointer(&params[0])), 0)
+	if errno != 0 {
+		return false
+	}
+	unix.Close(int(fd))
+	return true
+}
+
+// loopIO runs fn once for each way the loop can read and write: a round's
+// reads, and its writes, in one io_uring call each (the default), and a
+// system call per connection (RAFTSTREAM_IO_URING=off).
+func loopIO(t *testing.T, fn func(t *testing.T)) {
+	for _, m := range []struct{ name, env string }{{"io_uring", ""}, {"syscalls", "off"}} {
+		t.Run(m.name, func(t *testing.T) {
+			t.Setenv(ioURingEnv, m.env)
+			fn(t)
+		})
+	}
 }
 
 // dialTCP opens a plain socket to addr, closed at cleanup: for writing
@@ -40,7 +79,9 @@ func dialTCP(t *testing.T, addr string) *net.TCPConn {
 // pipelined, errors included, then reads and other commands on the same
 // connections (which leave the loop mid-pipeline), byte for byte against
 // redis-server.
-func TestEventLoopDiff(t *testing.T) {
+func TestEventLoopDiff(t *testing.T) { loopIO(t, testEventLoopDiff) }
+
+func testEventLoopDiff(t *testing.T) {
 	rs := startLoopNode(t)
 	redis := testkit.StartRedis(t)
 	// One write at a time on a connection that sends nothing else.
@@ -97,7 +138,9 @@ func TestEventLoopDiff(t *testing.T) {
 
 // TestEventLoopPartialCommand: a command that arrives in pieces leaves the
 // loop (which never waits on a client) and is answered whole.
-func TestEventLoopPartialCommand(t *testing.T) {
+func TestEventLoopPartialCommand(t *testing.T) { loopIO(t, testEventLoopPartialCommand) }
+
+func testEventLoopPartialCommand(t *testing.T) {
 	rs := startLoopNode(t)
 	c := dialTCP(t, rs.Addr)
 	cmd := testkit.EncodeCommand("XADD", "s", "5-1", "f", "v")
@@ -124,6 +167,10 @@ func TestEventLoopPartialCommand(t *testing.T) {
 // goroutine instead of waiting, and keeps serving the others. The slow
 // client gets every reply once it reads.
 func TestEventLoopSlowReaderDoesNotStall(t *testing.T) {
+	loopIO(t, testEventLoopSlowReaderDoesNotStall)
+}
+
+func testEventLoopSlowReaderDoesNotStall(t *testing.T) {
 	rs := startLoopNode(t)
 	c := dialTCP(t, rs.Addr)
 	_ = c.SetReadBuffer(4096) // no receive-window growth

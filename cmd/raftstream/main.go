@@ -106,6 +106,7 @@ type options struct {
 	earlyReplication       bool
 	gather                 time.Duration
 	eventLoop              bool
+	loopSyscalls           bool // the event loop without io_uring
 	debugLogStoreFaultFile string
 }
 
@@ -143,6 +144,11 @@ const (
 	// The loop's round is the batch, so it also turns the shards' gather
 	// off unless RAFTSTREAM_GATHER sets it.
 	eventLoopEnv = "RAFTSTREAM_EVENT_LOOP"
+	// ioURingEnv "off" makes the event loop read and write each connection
+	// with system calls of its own instead of one io_uring call per
+	// round's reads and one per its writes (resp.Config.EventLoopSyscalls;
+	// on by default where the kernel allows io_uring): for comparing.
+	ioURingEnv = "RAFTSTREAM_IO_URING"
 )
 
 // onUnlessOff reads the on/off switch in the environment variable name:
@@ -203,6 +209,11 @@ func readEnvSwitches(o *options) error {
 	if o.eventLoop && o.gather == 0 {
 		o.gather = -1 // the loop's round is the batch
 	}
+	ring, err := onUnlessOff(ioURingEnv)
+	if err != nil {
+		return err
+	}
+	o.loopSyscalls = !ring
 	return nil
 }
 
@@ -388,6 +399,7 @@ func run(args []string) error {
 	rcfg.GoDebug = os.Getenv("GODEBUG") // with the monitor setting (sysmon.go)
 	rcfg.Port, rcfg.Bind, rcfg.Dir = o.port, o.bind, o.dir
 	rcfg.EventLoop = o.eventLoop
+	rcfg.EventLoopSyscalls = o.loopSyscalls
 	srv := resp.New(node, rcfg)
 	served.Store(srv)
 	if err := applySecurity(srv, &o.sec); err != nil {
