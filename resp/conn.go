@@ -53,6 +53,7 @@ type conn struct {
 	lr     *budgetReader
 	loopFd int32
 	lw     *loopWriter
+	noLoop bool // the event loop cannot serve it (not plain TCP)
 }
 
 // errWouldBlock: a read or write of the event loop's that would have had
@@ -211,9 +212,35 @@ func (s *connServer) Serve(ln net.Listener) error {
 	}
 }
 
-// handle runs one connection to its end.
+// handle runs one connection to its end, or until it goes back to the
+// event loop.
 func (s *connServer) handle(c *conn) {
-	s.finish(c, c.loop(s.serve))
+	if err := s.connLoop(c); err != errInLoop {
+		s.finish(c, err)
+	}
+}
+
+// loopReturnAfter is how many pipelines in a row the event loop could have
+// served that a connection's goroutine serves before the connection goes
+// back to the loop: a client that began with HELLO, AUTH or SELECT and
+// then only writes is served by the loop, while one that mixes reads and
+// writes keeps its goroutine instead of moving at every pipeline.
+const loopReturnAfter = 8
+
+// errInLoop ends a connection's goroutine: the event loop serves it now.
+var errInLoop = errors.New("resp: served by the event loop")
+
+// rejoin puts c back in the event loop, whose commands arrive whole
+// (nothing of a command is buffered); false leaves it to its goroutine.
+func (s *connServer) rejoin(c *conn) bool {
+	if c.rd.Buffered() > 0 || len(c.lr.pre) > 0 {
+		return false // a command is arriving: its goroutine reads it
+	}
+	if !s.loop.add(c) {
+		c.noLoop = c.lw == nil // not a plain TCP connection: never
+		return false
+	}
+	return true
 }
 
 // handleFrom runs a connection the event loop handed over to its end: first
@@ -252,8 +279,12 @@ func (s *connServer) finish(c *conn, err error) {
 	}
 }
 
-// loop reads what the client sent, runs it, writes the replies, repeats.
-func (c *conn) loop(serve func(*conn, [][][]byte)) error {
+// connLoop reads what the client sent, runs it, writes the replies,
+// repeats. With the event loop, a connection whose last loopReturnAfter
+// pipelines the loop could have served goes back to it (errInLoop).
+func (s *connServer) connLoop(c *conn) error {
+	mayRejoin := s.loop != nil && c.lr != nil
+	plain := 0 // loopable pipelines in a row
 	for {
 		cmds, err := c.rd.ReadCommands()
 		if err != nil {
@@ -265,12 +296,25 @@ func (c *conn) loop(serve func(*conn, [][][]byte)) error {
 			}
 			return err
 		}
-		serve(c, cmds)
+		// Checked before the commands run: a write leaves the client's
+		// state as it is.
+		if mayRejoin && !c.noLoop && s.loopable(c, cmds) {
+			plain++
+		} else {
+			plain = 0
+		}
+		s.serve(c, cmds)
 		if c.closed {
 			return nil
 		}
 		if err := c.flush(); err != nil {
 			return err
+		}
+		if plain >= loopReturnAfter {
+			if s.rejoin(c) {
+				return errInLoop
+			}
+			plain = 0
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/redis/go-redis/v9"
 	"golang.org/x/sys/unix"
 
 	"github.com/raftstream/raftstream/jepsen/testkit"
@@ -134,6 +135,69 @@ func testEventLoopDiff(t *testing.T) {
 		"XLEN q",
 		"TYPE k",
 	))
+}
+
+// TestEventLoopRejoin: a connection that began with a command the loop
+// does not serve (CLIENT SETNAME, go-redis's HELLO) goes back to the loop
+// once its goroutine has served eight write pipelines in a row, leaves it
+// again at a read, and comes back; its replies match redis-server's
+// throughout.
+func TestEventLoopRejoin(t *testing.T) {
+	rs := startLoopNode(t)
+	a, b := dial(t, rs.Addr), dial(t, testkit.StartRedis(t))
+	step := func(cmd ...string) {
+		t.Helper()
+		if got, want := do(t, a, cmd...), do(t, b, cmd...); got != want {
+			t.Fatalf("%q:\n raftstream: %q\n redis:      %q", strings.Join(cmd, " "), got, want)
+		}
+	}
+	inLoop := func(want int64, when string) {
+		t.Helper()
+		if n := infoField(t, rs.Addr, "clients", "event_loop_clients"); n != want {
+			t.Fatalf("event_loop_clients %d %s, want %d", n, when, want)
+		}
+	}
+	step("CLIENT", "SETNAME", "w")
+	inLoop(0, "after CLIENT SETNAME")
+	id := 0
+	writes := func(n int) {
+		t.Helper()
+		for range n {
+			id++
+			step("XADD", "s", fmt.Sprintf("%d-1", id), "f", strconv.Itoa(id))
+			if id%5 == 0 {
+				step("XADD", "s", "1-1", "dup", "x") // an error reply, from the loop too
+			}
+		}
+	}
+	writes(6) // 7 pipelines: XADD 5 is followed by a duplicate
+	inLoop(0, "after 7 write pipelines")
+	writes(1)
+	inLoop(1, "after 8 write pipelines in a row")
+	step("XLEN", "s")
+	inLoop(0, "after a read")
+	writes(12)
+	inLoop(1, "after 12 more writes")
+	step("XRANGE", "s", "-", "+")
+	inLoop(0, "after XRANGE")
+
+	// go-redis begins with HELLO and CLIENT SETINFO; its writes then go
+	// through the loop too.
+	rounds := infoField(t, rs.Addr, "clients", "event_loop_rounds")
+	c := redis.NewClient(&redis.Options{Addr: rs.Addr, PoolSize: 1})
+	defer c.Close()
+	for i := 1; i <= 20; i++ {
+		if id, err := c.XAdd(t.Context(), &redis.XAddArgs{Stream: "g", ID: fmt.Sprintf("%d-1", i), Values: []string{"n", strconv.Itoa(i)}}).Result(); err != nil || id != fmt.Sprintf("%d-1", i) {
+			t.Fatalf("go-redis XADD %d: %q, %v", i, id, err)
+		}
+	}
+	inLoop(1, "after go-redis's 20 writes")
+	if n := infoField(t, rs.Addr, "clients", "event_loop_rounds"); n < rounds+10 {
+		t.Fatalf("event_loop_rounds %d, was %d: go-redis's writes did not go through the loop", n, rounds)
+	}
+	if n, err := c.XLen(t.Context(), "g").Result(); err != nil || n != 20 {
+		t.Fatalf("go-redis XLEN: %d, %v", n, err)
+	}
 }
 
 // TestEventLoopPartialCommand: a command that arrives in pieces leaves the

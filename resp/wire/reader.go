@@ -130,6 +130,10 @@ func NewReader(r io.Reader, lim Limits) *Reader {
 	return &Reader{r: r, lim: lim, buf: make([]byte, minReadBuf), bulk: -1}
 }
 
+// Buffered is how many bytes were read and not returned as commands yet
+// (the start of a command still arriving).
+func (rd *Reader) Buffered() int { return rd.end - rd.start }
+
 // ReadCommands returns the complete commands buffered, reading from the
 // connection until there is at least one. Each command is its arguments;
 // the first is the command name.
