@@ -129,6 +129,7 @@ skip   kubectl run -it --rm cli --image=redis:7 -- redis-cli -c -h raftstream CL
 short  cmd/ordersbench/single-node.sh xadd ==> ROUNDS=1 N16=2000 N1=500 cmd/ordersbench/single-node.sh xadd
 short  VARIANTS=GOMAXPROCS=2 cmd/ordersbench/single-node.sh xadd ==> ROUNDS=1 N16=2000 N1=500 VARIANTS=GOMAXPROCS=2 cmd/ordersbench/single-node.sh xadd
 short  VARIANTS=RAFTSTREAM_EVENT_LOOP=off cmd/ordersbench/single-node.sh xadd ==> ROUNDS=1 N16=2000 N1=500 VARIANTS=RAFTSTREAM_EVENT_LOOP=off cmd/ordersbench/single-node.sh xadd
+short  VARIANTS=RAFTSTREAM_IO_URING=off cmd/ordersbench/single-node.sh xadd ==> ROUNDS=1 N16=2000 N1=500 VARIANTS=RAFTSTREAM_IO_URING=off cmd/ordersbench/single-node.sh xadd
 short  cmd/ordersbench/single-node.sh drain ==> DRAIN_N=2000 cmd/ordersbench/single-node.sh drain
 short  cmd/ordersbench/single-node.sh memory ==> RSS_N=2000 cmd/ordersbench/single-node.sh memory
 short  GOMAXPROCS=1 ROUNDS=5 cmd/ordersbench/single-node.sh floor ==> GOMAXPROCS=1 ROUNDS=1 N1=500 cmd/ordersbench/single-node.sh floor

@@ -1,8 +1,10 @@
 // Package resp is raftstream's client-facing server: RESP2/RESP3 over TCP,
 // one connection goroutine each (conn.go), or, with Config.EventLoop, one
 // event loop for the plain connections that send only writes, which hands a
-// connection to a goroutine of its own once it needs anything else
-// (loop_linux.go). Its sub-packages hold what does
+// connection to a goroutine of its own once it needs anything else and
+// takes it back after eight write-only pipelines (loop_linux.go; a round's
+// reads and writes go through io_uring, uring_linux.go). Its sub-packages
+// hold what does
 // not need the server: resp/wire the protocol (the one request reader, the
 // encoders, a small client), resp/command the command table, resp/acl the
 // access rules, resp/admin the HTTP admin endpoints.

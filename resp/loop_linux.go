@@ -19,16 +19,19 @@ import (
 // round is the batch, so the shards' batchers need not wait for more
 // (cmd/raftstream turns their gather off with the loop). Without pipelining,
 // a goroutine per connection wakes twice per command (for the command, then
-// for its reply); the loop wakes once per round.
+// for its reply); the loop wakes once per round. With io_uring (ring), a
+// round's reads take one system call, and so do its writes.
 //
 // The loop never blocks on a client. A connection leaves the loop for a
-// goroutine of its own, for good, as soon as it needs anything else: a
-// command that is not a batchable write (a read, MULTI, a blocking command,
-// AUTH ...), a command that has not fully arrived, a reply the socket
-// cannot take at once, or an error on the socket; also every connection when
-// an idle timeout is set, which a goroutine's reads enforce. A connection
-// closed by another goroutine (CLIENT KILL, a limit, shutdown) is noticed
-// by its next read, or by the loop's sweep at least once a second.
+// goroutine of its own as soon as it needs anything else: a command that is
+// not a batchable write (a read, MULTI, a blocking command, AUTH ...), a
+// command that has not fully arrived, a reply the socket cannot take at
+// once, or an error on the socket; also every connection when an idle
+// timeout is set, which a goroutine's reads enforce. The goroutine gives it
+// back after loopReturnAfter write-only pipelines in a row (connLoop). A
+// connection closed by another goroutine (CLIENT KILL, a limit, shutdown)
+// is noticed by its next read, or by the loop's sweep at least once a
+// second.
 type evloop struct {
 	s   *connServer
 	epf *os.File        // the epoll fd, waited on through the netpoller

@@ -30,14 +30,14 @@
 #           Raft and the engine.
 #
 # Usage: cmd/ordersbench/single-node.sh [section...]   (default: xadd drain memory)
-# Env: ROUNDS (3), N16 (200000), N1 (30000), DRAIN_N (200000), RSS_N (1000000),
+# Env: ROUNDS (3), N16 (200000), N1 (100000), DRAIN_N (200000), RSS_N (1000000),
 #      VARIANTS (none).
 # raftstream and ordersbench are built from this tree into a temp dir, where
 # every server runs on free loopback ports; servers are stopped by PID and
 # the temp dir is removed at exit. Results go to stdout.
 set -u
 sections=${*:-xadd drain memory}
-rounds=${ROUNDS:-3} n16=${N16:-200000} n1=${N1:-30000} drain_n=${DRAIN_N:-200000}
+rounds=${ROUNDS:-3} n16=${N16:-200000} n1=${N1:-100000} drain_n=${DRAIN_N:-200000}
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
