@@ -100,8 +100,10 @@ const (
 )
 
 // newURing sets up a ring, or fails where io_uring is missing or refused
-// (old kernels, seccomp, io_uring_disabled): the loop then makes a system
-// call per read and per write.
+// (seccomp, io_uring_disabled, or a kernel before 5.18, which lacks
+// IORING_SETUP_SUBMIT_ALL and may not fail a MSG_DONTWAIT operation at once
+// but wait to retry it): the loop then makes a system call per read and
+// per write.
 func newURing() (*uring, error) {
 	var p uringParams
 	p.flags = uringSetupSubmitAll
