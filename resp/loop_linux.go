@@ -52,13 +52,12 @@ type evloop struct {
 	// ring makes a round's receives, and its sends, in one system call
 	// each (nil without io_uring: a read and a write per connection).
 	// rbuf holds the round's received bytes, loopRecv per connection;
-	// fds and ops are the ring's per-round scratch.
+	// res and sent are per-round scratch.
 	ring    *uring
 	ringOn  atomic.Bool // ring != nil, for INFO
 	ringErr error       // why there is no ring (nil when not wanted)
 	rbuf    []byte
-	fds     []int32
-	ops     []uringOp
+	res     []int32
 	sent    []*conn
 }
 
@@ -293,42 +292,10 @@ func (l *evloop) round(ready, active []*conn) []*conn {
 func (l *evloop) answerRound() { l.answer(l.active) }
 
 // answer waits for the writes the active connections submitted and writes
-// their replies (each only once: answered ones become nil). A
-// connection whose reply the socket cannot take at once, or whose socket
-// failed, leaves the loop.
+// their replies (each only once: answered ones become nil): with the ring,
+// every reply in one system call. A connection whose reply the socket
+// cannot take at once, or whose socket failed, leaves the loop.
 func (l *evloop) answer(active []*conn) {
-	if l.ring != nil {
-		l.answerRing(active)
-		return
-	}
-	for i, c := range active {
-		if c == nil {
-			continue
-		}
-		l.s.answer(c)
-		active[i] = nil
-		if c.closed {
-			l.drop(c, nil)
-			continue
-		}
-		l.wrote(c, c.writeNow())
-	}
-}
-
-// wrote acts on the outcome of c's write: a reply the socket did not take
-// at once goes with c to its goroutine; a failed socket ends c.
-func (l *evloop) wrote(c *conn, err error) {
-	switch {
-	case errors.Is(err, errWouldBlock):
-		l.handOff(c, nil) // its goroutine writes the rest first
-	case err != nil:
-		l.drop(c, err)
-	}
-}
-
-// answerRing is answer with the ring: every reply is built first, then
-// sent in one system call.
-func (l *evloop) answerRing(active []*conn) {
 	sent := l.sent[:0]
 	for i, c := range active {
 		if c == nil {
@@ -345,84 +312,70 @@ func (l *evloop) answerRing(active []*conn) {
 			sent = append(sent, c)
 		}
 	}
-	if len(sent) == 0 {
-		return
-	}
-	fds := l.fdsFor(len(sent))
-	ops := l.ops[:0]
-	var rerr error
-	withFds(sent, fds, func() {
+	if l.ring != nil && len(sent) > 0 {
+		res := l.resFor(len(sent))
+		err := l.ring.each(uringOpSend, sent, func(i int) []byte { return sent[i].out }, res)
 		for i, c := range sent {
-			if fds[i] >= 0 {
-				ops = append(ops, uringOp{fd: fds[i], buf: c.out})
+			if res[i] == closedRes {
+				l.drop(c, nil) // closed under the loop
+			} else {
+				l.wrote(c, c.sent(res[i]))
 			}
 		}
-		rerr = l.ring.run(uringOpSend, ops)
-	})
-	k := 0
-	for i, c := range sent {
-		if fds[i] < 0 {
-			l.drop(c, nil) // closed under the loop
-			continue
+		l.ringFailed(err)
+	} else {
+		for _, c := range sent {
+			l.wrote(c, c.writeNow())
 		}
-		l.wrote(c, c.sent(ops[k].res))
-		k++
 	}
-	clear(ops)
 	clear(sent)
-	l.ops, l.sent = ops[:0], sent[:0]
-	l.ringFailed(rerr)
+	l.sent = sent[:0]
+}
+
+// wrote acts on the outcome of c's write: a reply the socket did not take
+// at once goes with c to its goroutine; a failed socket ends c.
+func (l *evloop) wrote(c *conn, err error) {
+	switch {
+	case errors.Is(err, errWouldBlock):
+		l.handOff(c, nil) // its goroutine writes the rest first
+	case err != nil:
+		l.drop(c, err)
+	}
 }
 
 // receive makes one receive from each ready connection in one system call;
 // each one's reader then reads what it received (budgetReader.pre). A
 // connection with nothing to receive after all is skipped this round
-// (again); a socket at EOF or in error is left to the plain read, which
-// sees the same.
+// (again); a socket closed, at EOF or in error is left to the plain read,
+// which sees the same.
 func (l *evloop) receive(ready []*conn) {
 	if need := len(ready) * loopRecv; len(l.rbuf) < need {
 		l.rbuf = make([]byte, need)
 	}
-	fds := l.fdsFor(len(ready))
-	ops := l.ops[:0]
-	var rerr error
-	withFds(ready, fds, func() {
-		for i := range ready {
-			if fds[i] >= 0 {
-				ops = append(ops, uringOp{fd: fds[i], buf: l.rbuf[i*loopRecv : (i+1)*loopRecv : (i+1)*loopRecv]})
-			}
-		}
-		rerr = l.ring.run(uringOpRecv, ops)
-	})
-	k := 0
+	buf := func(i int) []byte { return l.rbuf[i*loopRecv : (i+1)*loopRecv : (i+1)*loopRecv] }
+	res := l.resFor(len(ready))
+	err := l.ring.each(uringOpRecv, ready, buf, res)
 	for i, c := range ready {
-		if fds[i] < 0 {
-			continue // closed: the plain read fails
-		}
-		op := ops[k]
-		k++
 		switch {
-		case op.res > 0:
-			c.lr.pre = op.buf[:op.res]
-		case op.res == -int32(unix.EAGAIN):
+		case res[i] > 0:
+			c.lr.pre = buf(i)[:res[i]]
+		case res[i] == -int32(unix.EAGAIN):
 			c.lr.again = true
-		case op.res == -int32(unix.EIO) && rerr != nil:
+		case res[i] == -int32(unix.EIO) && err != nil:
 			// Unknown: whatever it received is lost to the reader.
 			c.lr.again = true
-			l.drop(c, rerr)
+			l.drop(c, err)
 		}
 	}
-	clear(ops)
-	l.ops = ops[:0]
-	l.ringFailed(rerr)
+	l.ringFailed(err)
 }
 
-// fdsFor returns the round's fd scratch for n connections.
-func (l *evloop) fdsFor(n int) []int32 {
-	if cap(l.fds) < n {
-		l.fds = make([]int32, n)
+// resFor returns the round's scratch for n results of the ring.
+func (l *evloop) resFor(n int) []int32 {
+	if cap(l.res) < n {
+		l.res = make([]int32, n)
 	}
-	return l.fds[:n]
+	return l.res[:n]
 }
 
 // ringFailed gives up the ring after an error of its own (not of a

@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"math"
 	"sync/atomic"
 	"syscall"
 	"unsafe"
@@ -30,6 +31,47 @@ type uring struct {
 	cqMask  uint32
 	cqes    []uringCQE
 	entries uint32
+
+	fds []int32   // each's scratch
+	ops []uringOp // each's scratch
+}
+
+// closedRes is each's result for a socket closed before the call.
+const closedRes = math.MinInt32
+
+// each runs one operation (uringOpSend or uringOpRecv) per connection of
+// conns, on buf(i), with every socket held open meanwhile (withFds), and
+// sets each one's result in res (len(conns) of them): bytes moved, -errno,
+// or closedRes for a socket already closed, which is left out. After an
+// error of the ring itself the ring is unusable; a result not known then
+// is -EIO.
+func (u *uring) each(opcode uint8, conns []*conn, buf func(i int) []byte, res []int32) error {
+	if cap(u.fds) < len(conns) {
+		u.fds = make([]int32, len(conns))
+	}
+	fds := u.fds[:len(conns)]
+	ops := u.ops[:0]
+	var err error
+	withFds(conns, fds, func() {
+		for i := range conns {
+			if fds[i] >= 0 {
+				ops = append(ops, uringOp{fd: fds[i], buf: buf(i)})
+			}
+		}
+		err = u.run(opcode, ops)
+	})
+	k := 0
+	for i := range conns {
+		if fds[i] < 0 {
+			res[i] = closedRes
+			continue
+		}
+		res[i] = ops[k].res
+		k++
+	}
+	clear(ops) // no buffer kept alive
+	u.ops = ops[:0]
+	return err
 }
 
 // withFds runs fn with the sockets of conns held open, their fds in fds

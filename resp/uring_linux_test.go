@@ -31,33 +31,13 @@ func tcpPair(t *testing.T) (*net.TCPConn, *net.TCPConn) {
 	return a.(*net.TCPConn), b.(*net.TCPConn)
 }
 
-// ringOp runs one op on each of conns' sockets through u and returns the
-// results (res, or 1<<30 for a socket closed before the call).
+// ringOp runs one op on each of conns' sockets through u (each) and
+// returns the results.
 func ringOp(t *testing.T, u *uring, opcode uint8, conns []*conn, bufs [][]byte) []int32 {
 	t.Helper()
-	fds := make([]int32, len(conns))
-	var ops []uringOp
-	var err error
-	withFds(conns, fds, func() {
-		for i := range conns {
-			if fds[i] >= 0 {
-				ops = append(ops, uringOp{fd: fds[i], buf: bufs[i]})
-			}
-		}
-		err = u.run(opcode, ops)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	res := make([]int32, len(conns))
-	k := 0
-	for i := range conns {
-		if fds[i] < 0 {
-			res[i] = 1 << 30
-			continue
-		}
-		res[i] = ops[k].res
-		k++
+	if err := u.each(opcode, conns, func(i int) []byte { return bufs[i] }, res); err != nil {
+		t.Fatal(err)
 	}
 	return res
 }
@@ -159,7 +139,7 @@ func TestURing(t *testing.T) {
 	}
 	time.Sleep(50 * time.Millisecond)
 	res := ringOp(t, u, uringOpRecv, servers[2:4], bufs(64)[:2])
-	if res[0] != 1<<30 || res[1] != 1 {
+	if res[0] != closedRes || res[1] != 1 {
 		t.Fatalf("receives on a closed socket and a live one: %v, want [closed 1]", res)
 	}
 }
