@@ -107,6 +107,11 @@ func (s *Server) runPipeline(c *client, argvs [][][]byte) {
 	c.lastAt.Store(p.now().UnixMilli())
 	defer func() {
 		p.flushReads()
+		if c.pub.cmd != c.lastCmdName {
+			// Batched commands are admitted without runOne's publish:
+			// CLIENT LIST's cmd= shows the pipeline's last one.
+			c.publish()
+		}
 		if c.deferAnswer {
 			// The event loop answers the writes after its round
 			// (answerDeferred).
