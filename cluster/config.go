@@ -190,7 +190,8 @@ type Config struct {
 	// NetworkTransport. The raftstream command turns it on unless
 	// RAFTSTREAM_RAFT_BUS=off: with one entry in flight per shard it costs
 	// a 3-node cluster less CPU per write at pipeline depth 1 and the same
-	// at 16 (cmd/ordersbench/PERFORMANCE.md). A node accepts the bus
+	// at 16 (SETS="redis:3x2 raftstream:3x3 raftstream:3x3:RAFTSTREAM_RAFT_BUS=off"
+	// cmd/ordersbench/redis-cluster.sh measures both). A node accepts the bus
 	// either way.
 	RaftBus bool
 	// EarlyReplication (with RaftBus) has a shard's leader send its new

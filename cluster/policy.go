@@ -108,9 +108,9 @@ func perNodeShards(k float64, members, units int) int {
 // two more nodes, and each group has its own log writes, AppendEntries
 // and heartbeats. Nodes packed onto one host with few CPUs gain no
 // parallelism from more groups, only their cost: on the 2-CPU machine of
-// cmd/ordersbench/PERFORMANCE.md three nodes made 74.8k, 48.9k and 37.0k
-// XADD/s at -P 16 with one, two and three shards (14.8, 25.3 and 36.2 CPU
-// µs per XADD), and 11.1k, 8.9k and 5.6k at -P 1.
+// cmd/ordersbench/PERFORMANCE.md (its cost curve) three nodes made 111k,
+// 81k and 55k XADD/s at -P 16 with one, two and three shards (8.5, 12.6
+// and 19.7 CPU µs per XADD).
 const cpusPerShard = 2
 
 // hostUnits is how many shards members (those not draining) can use:

@@ -126,22 +126,9 @@ skip   kubectl run -it --rm cli --image=redis:7 -- redis-cli -c -h raftstream CL
 
 == ordersbench
 @ cmd/ordersbench/PERFORMANCE.md
-short  cmd/ordersbench/single-node.sh xadd ==> ROUNDS=1 N16=2000 N1=500 cmd/ordersbench/single-node.sh xadd
-short  VARIANTS=GOMAXPROCS=2 cmd/ordersbench/single-node.sh xadd ==> ROUNDS=1 N16=2000 N1=500 VARIANTS=GOMAXPROCS=2 cmd/ordersbench/single-node.sh xadd
-short  VARIANTS=RAFTSTREAM_EVENT_LOOP=off cmd/ordersbench/single-node.sh xadd ==> ROUNDS=1 N16=2000 N1=500 VARIANTS=RAFTSTREAM_EVENT_LOOP=off cmd/ordersbench/single-node.sh xadd
-short  VARIANTS=RAFTSTREAM_IO_URING=off cmd/ordersbench/single-node.sh xadd ==> ROUNDS=1 N16=2000 N1=500 VARIANTS=RAFTSTREAM_IO_URING=off cmd/ordersbench/single-node.sh xadd
-short  cmd/ordersbench/single-node.sh drain ==> DRAIN_N=2000 cmd/ordersbench/single-node.sh drain
-short  cmd/ordersbench/single-node.sh memory ==> RSS_N=2000 cmd/ordersbench/single-node.sh memory
-short  GOMAXPROCS=1 ROUNDS=5 cmd/ordersbench/single-node.sh floor ==> GOMAXPROCS=1 ROUNDS=1 N1=500 cmd/ordersbench/single-node.sh floor
+short  ROUNDS=6 VARIANTS="RAFTSTREAM_IO_URING=off RAFTSTREAM_EVENT_LOOP=off" cmd/ordersbench/single-node.sh ==> ROUNDS=1 N16=2000 N1=500 DRAIN_N=2000 RSS_N=2000 VARIANTS="RAFTSTREAM_IO_URING=off RAFTSTREAM_EVENT_LOOP=off" cmd/ordersbench/single-node.sh
 short  ROUNDS=3 DUR=5s cmd/ordersbench/redis-cluster.sh ==> SETS="redis:3x1 raftstream:3:RAFTSTREAM_RAFT_BUS=off" ROUNDS=1 DUR=1s PIPELINES=16 DRAIN_N=2000 cmd/ordersbench/redis-cluster.sh
-short  SETS="redis:3x2 raftstream:3x1 raftstream:3x2 raftstream:3x3" DUR=5s DRAIN_N=0 cmd/ordersbench/redis-cluster.sh ==> SETS="raftstream:3x2" ROUNDS=1 DUR=1s PIPELINES=1 DRAIN_N=0 cmd/ordersbench/redis-cluster.sh
-short  SETS="redis:3x2 raftstream:3x3 raftstream:3x3:RAFTSTREAM_GATHER=0" DUR=5s DRAIN_N=0 cmd/ordersbench/redis-cluster.sh ==> SETS="raftstream:3x1:RAFTSTREAM_GATHER=0" ROUNDS=1 DUR=1s PIPELINES=1 DRAIN_N=0 cmd/ordersbench/redis-cluster.sh
-short  SETS="redis:3x2 raftstream:3x3 raftstream:3x3:RAFTSTREAM_EARLY_REPLICATION=off" DUR=5s DRAIN_N=0 cmd/ordersbench/redis-cluster.sh ==> SETS="raftstream:3x3:RAFTSTREAM_EARLY_REPLICATION=off" ROUNDS=1 DUR=1s PIPELINES=1 DRAIN_N=0 cmd/ordersbench/redis-cluster.sh
-short  SETS="redis:3x2 raftstream:3x3 raftstream:3x3:RAFTSTREAM_HOST_ID=none" DUR=5s DRAIN_N=0 cmd/ordersbench/redis-cluster.sh ==> SETS="raftstream:3x3:RAFTSTREAM_HOST_ID=none" ROUNDS=1 DUR=1s PIPELINES=16 DRAIN_N=0 cmd/ordersbench/redis-cluster.sh
-short  SETS="redis:3x2 raftstream:3 raftstream:3:GODEBUG=schedtrace=0" DUR=5s DRAIN_N=0 cmd/ordersbench/redis-cluster.sh ==> SETS="raftstream:3:GODEBUG=schedtrace=0" ROUNDS=1 DUR=1s PIPELINES=1 DRAIN_N=0 cmd/ordersbench/redis-cluster.sh
-short  SETS="redis:3x2 raftstream:3x1 raftstream:3x3 raftstream:3x6 raftstream:3x16 raftstream:6x6" ROUNDS=1 DUR=5s PIPELINES=16 DRAIN_N=0 cmd/ordersbench/redis-cluster.sh ==> SETS="raftstream:3x3" ROUNDS=1 DUR=1s PIPELINES=16 DRAIN_N=0 cmd/ordersbench/redis-cluster.sh
-short  CURVE="3x16 3x1 3x16" PIPELINES=16 cmd/ordersbench/cluster-curve.sh ==> CURVE="3x1" DUR=1s PIPELINES=16 cmd/ordersbench/cluster-curve.sh
-short  cmd/ordersbench/cluster-curve.sh ==> CURVE="1x1" DUR=1s cmd/ordersbench/cluster-curve.sh
+short  SETS="redis:3x2 raftstream:3x1 raftstream:3x2 raftstream:3x3 raftstream:3x6 raftstream:3x16 raftstream:6x6" ROUNDS=2 DUR=5s PIPELINES=16 DRAIN_N=0 cmd/ordersbench/redis-cluster.sh ==> SETS="raftstream:3x2:RAFTSTREAM_GATHER=0" ROUNDS=1 DUR=1s PIPELINES=1 DRAIN_N=0 cmd/ordersbench/redis-cluster.sh
 PLAN
 }
 

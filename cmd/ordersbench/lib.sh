@@ -1,4 +1,4 @@
-# Sourced by single-node.sh, cluster-curve.sh and redis-cluster.sh: start servers on free
+# Sourced by single-node.sh and redis-cluster.sh: start servers on free
 # loopback ports in a temp dir, stop them by PID, read CPU time from /proc.
 # Sourcing it builds raftstream ($rs) and ordersbench ($ob) from this tree
 # into $tmp, a new temp dir; at exit every server in pids is stopped and

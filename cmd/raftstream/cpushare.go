@@ -20,7 +20,8 @@ import (
 // goroutines wakes a thread that must first win a CPU back. Three
 // co-located nodes on a 2-CPU host, each at GOMAXPROCS=1, made 13–16% fewer
 // context switches per XADD and spent about 8% less CPU per XADD, summed
-// over the nodes, than at GOMAXPROCS=2 (cmd/ordersbench/PERFORMANCE.md).
+// over the nodes, than at GOMAXPROCS=2 (SETS="redis:3x2 raftstream:3x3
+// raftstream:3x3:RAFTSTREAM_HOST_ID=none" cmd/ordersbench/redis-cluster.sh).
 // Co-located members are the ones gossip finds with the same --host-id (by
 // default the kernel's boot ID, which containers share with their host).
 //
@@ -31,7 +32,8 @@ import (
 // and sleeps again. One node with one shard on a 2-CPU host, at GOMAXPROCS=1
 // instead of 2, made 0.12 against 0.31 context switches and spent 22 against
 // 33 CPU µs per XADD at redis-benchmark -P 1, and 2.3 against 3.0 µs at
-// -P 16, with more XADD/s at both (cmd/ordersbench/PERFORMANCE.md).
+// -P 16, with more XADD/s at both (VARIANTS=GOMAXPROCS=2
+// cmd/ordersbench/single-node.sh xadd).
 //
 // cpuShare does nothing when GOMAXPROCS is set in the environment (the
 // operator's setting wins) or when the runtime's default is already below

@@ -15,7 +15,9 @@ import (
 // every P is idle (waiting for the clients, or for fdatasync), so the
 // monitor went back to 20 µs on every entry. At pipeline depth 1 that made
 // about half of a node's context switches, and a fifth of a follower's
-// CPU (cmd/ordersbench/PERFORMANCE.md).
+// CPU (measured by SETS="redis:3x2 raftstream:3 raftstream:3:GODEBUG=schedtrace=0"
+// cmd/ordersbench/redis-cluster.sh, and by single-node.sh with
+// VARIANTS=GODEBUG=schedtrace=0).
 //
 // With GODEBUG's schedtrace set, the monitor never takes that sleep (it
 // stays up to print the scheduler's state every schedtrace milliseconds),
