@@ -217,7 +217,7 @@ func (o *outConn) Write(p []byte) (int, error) {
 		n := min(len(p)-written, outChunk)
 		m, err := o.Conn.Write(p[written : written+n])
 		written += m
-		o.checkSoft(o.pending.Add(-int64(m)))
+		o.took(m)
 		if err != nil {
 			if o.over.Load() {
 				err = errOutputBufferLimit
@@ -227,6 +227,9 @@ func (o *outConn) Write(p []byte) (int, error) {
 	}
 	return written, nil
 }
+
+// took releases n pending bytes that reached the socket.
+func (o *outConn) took(n int) { o.checkSoft(o.pending.Add(-int64(n))) }
 
 // Pending is the reply bytes not yet written (CLIENT LIST omem).
 func (o *outConn) Pending() int64 {

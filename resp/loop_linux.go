@@ -481,11 +481,16 @@ func (c *conn) sent(res int32) error {
 	return c.afterWrite(int(res), nil)
 }
 
-// afterWrite drops the n bytes a write took from c.out: errWouldBlock when
-// it took only part of them (or none: EAGAIN), err for a failed socket.
+// afterWrite drops the n bytes a write took from c.out, and from the
+// client's output buffer count (the write bypassed outConn.Write):
+// errWouldBlock when it took only part of them (or none: EAGAIN), err for a
+// failed socket.
 func (c *conn) afterWrite(n int, err error) error {
 	if n > 0 {
 		c.out = c.out[:copy(c.out, c.out[n:])]
+		if c.client != nil && c.client.out != nil {
+			c.client.out.took(n)
+		}
 	}
 	switch {
 	case err == syscall.EAGAIN || (err == nil && len(c.out) > 0):

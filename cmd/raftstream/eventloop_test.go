@@ -202,6 +202,38 @@ func TestEventLoopRejoin(t *testing.T) {
 
 // TestEventLoopPartialCommand: a command that arrives in pieces leaves the
 // loop (which never waits on a client) and is answered whole.
+// TestEventLoopOutputBufferLimit: the replies the loop writes count out of
+// the connection's output buffer as they reach the socket, as the goroutine
+// path's do. With a hard limit of 16 KiB for normal clients, a client that
+// reads each reply keeps its connection through far more than 16 KiB of
+// replies, served by the loop.
+func TestEventLoopOutputBufferLimit(t *testing.T) { loopIO(t, testEventLoopOutputBufferLimit) }
+
+func testEventLoopOutputBufferLimit(t *testing.T) {
+	rs := startLoopNode(t)
+	if got := do(t, dial(t, rs.Addr), "CONFIG", "SET", "client-output-buffer-limit", "normal 16384 0 0"); got != "+OK\r\n" {
+		t.Fatalf("CONFIG SET: %q", got)
+	}
+	rounds := infoField(t, rs.Addr, "clients", "event_loop_rounds")
+	c := dialTCP(t, rs.Addr)
+	_ = c.SetDeadline(time.Now().Add(60 * time.Second))
+	br := bufio.NewReader(c)
+	const n = 3000 // about 40 KiB of replies
+	for i := 1; i <= n; i++ {
+		id := fmt.Sprintf("%d-1", i)
+		if _, err := c.Write(wire.AppendCommand(nil, []string{"XADD", "obuf", id, "f", "v"})); err != nil {
+			t.Fatalf("XADD %d: %v", i, err)
+		}
+		got, err := wire.ReadReply(br)
+		if err != nil || string(got) != fmt.Sprintf("$%d\r\n%s\r\n", len(id), id) {
+			t.Fatalf("reply %d: %q, %v", i, got, err)
+		}
+	}
+	if r := infoField(t, rs.Addr, "clients", "event_loop_rounds"); r < rounds+n/2 {
+		t.Fatalf("event_loop_rounds %d, was %d: the writes did not go through the loop", r, rounds)
+	}
+}
+
 func TestEventLoopPartialCommand(t *testing.T) { loopIO(t, testEventLoopPartialCommand) }
 
 func testEventLoopPartialCommand(t *testing.T) {
