@@ -200,8 +200,6 @@ func TestEventLoopRejoin(t *testing.T) {
 	}
 }
 
-// TestEventLoopPartialCommand: a command that arrives in pieces leaves the
-// loop (which never waits on a client) and is answered whole.
 // TestEventLoopOutputBufferLimit: the replies the loop writes count out of
 // the connection's output buffer as they reach the socket, as the goroutine
 // path's do. With a hard limit of 16 KiB for normal clients, a client that
@@ -234,6 +232,8 @@ func testEventLoopOutputBufferLimit(t *testing.T) {
 	}
 }
 
+// TestEventLoopPartialCommand: a command that arrives in pieces leaves the
+// loop (which never waits on a client) and is answered whole.
 func TestEventLoopPartialCommand(t *testing.T) { loopIO(t, testEventLoopPartialCommand) }
 
 func testEventLoopPartialCommand(t *testing.T) {
