@@ -210,6 +210,51 @@ func clientFields(line string) ([]string, map[string]string) {
 	return names, vals
 }
 
+// TestClientListShowsBatchedCommand: a connection that has only pipelined
+// batched writes shows its last one in CLIENT LIST's cmd= (xadd, not NULL),
+// and a later batched read shows too, as in redis-server.
+func TestClientListShowsBatchedCommand(t *testing.T) {
+	rs, redis := startBoth(t)
+	for name, addr := range map[string]string{"raftstream": rs, "redis": redis} {
+		w, l := dial(t, addr), dial(t, addr)
+		do(t, w, "CLIENT", "SETNAME", "writer")
+		cmdOf := func() string {
+			t.Helper()
+			for _, line := range strings.Split(do(t, l, "CLIENT", "LIST"), "\n") {
+				if _, f := clientFields(line); f["name"] == "writer" {
+					return f["cmd"]
+				}
+			}
+			t.Fatalf("%s: no writer in CLIENT LIST", name)
+			return ""
+		}
+		for _, step := range []struct {
+			cmds [][]string
+			want string
+		}{
+			{[][]string{{"XADD", "k", "*", "f", "v"}, {"XADD", "k", "*", "f", "v"}, {"XADD", "k", "*", "f", "v"}}, "xadd"},
+			{[][]string{{"XADD", "k", "*", "f", "v"}, {"XLEN", "k"}}, "xlen"},
+			{[][]string{{"XLEN", "k"}, {"XTRIM", "k", "MAXLEN", "1"}}, "xtrim"},
+		} {
+			var pipe []byte
+			for _, c := range step.cmds {
+				pipe = append(pipe, testkit.EncodeCommand(c...)...)
+			}
+			if err := w.WriteRaw(pipe); err != nil {
+				t.Fatal(err)
+			}
+			for range step.cmds {
+				if r, err := w.ReadReply(); err != nil || r[0] == '-' {
+					t.Fatalf("%s: %v: %q %v", name, step.cmds, r, err)
+				}
+			}
+			if got := cmdOf(); got != step.want {
+				t.Fatalf("%s: after %v: cmd=%s, want %s", name, step.cmds, got, step.want)
+			}
+		}
+	}
+}
+
 // TestClientInfoMatchesRedis: CLIENT INFO and CLIENT LIST have Redis 7.0's
 // fields in its order (then 7.2's lib-name and lib-ver), and the same
 // values where they do not depend on the connection or its buffers.

@@ -550,53 +550,6 @@ func TestClientListWhileOthersRun(t *testing.T) {
 	wg.Wait()
 }
 
-// TestClientListShowsBatchedCommand: a connection that has only pipelined
-// batched writes shows its last one in CLIENT LIST's cmd=, as in Redis
-// (cmd=xadd), not NULL; a later batched read shows too.
-func TestClientListShowsBatchedCommand(t *testing.T) {
-	addr := startServer(t, newFakeBackend(1), DefaultConfig())
-	w, l := dial(t, addr), dial(t, addr)
-	do(t, w, "CLIENT", "SETNAME", "writer")
-	cmdOf := func() string {
-		t.Helper()
-		for _, line := range strings.Split(do(t, l, "CLIENT", "LIST"), "\n") {
-			if strings.Contains(line, " name=writer ") {
-				for _, f := range strings.Fields(line) {
-					if v, ok := strings.CutPrefix(f, "cmd="); ok {
-						return v
-					}
-				}
-			}
-		}
-		t.Fatal("no writer in CLIENT LIST")
-		return ""
-	}
-	for _, step := range []struct {
-		cmds [][]string
-		want string
-	}{
-		{[][]string{{"XADD", "k", "*", "f", "v"}, {"XADD", "k", "*", "f", "v"}, {"XADD", "k", "*", "f", "v"}}, "xadd"},
-		{[][]string{{"XADD", "k", "*", "f", "v"}, {"XLEN", "k"}}, "xlen"},
-		{[][]string{{"XLEN", "k"}, {"XTRIM", "k", "MAXLEN", "1"}}, "xtrim"},
-	} {
-		var pipe []byte
-		for _, c := range step.cmds {
-			pipe = append(pipe, testkit.EncodeCommand(c...)...)
-		}
-		if err := w.WriteRaw(pipe); err != nil {
-			t.Fatal(err)
-		}
-		for range step.cmds {
-			if r, err := w.ReadReply(); err != nil || r[0] == '-' {
-				t.Fatalf("%v: %q %v", step.cmds, r, err)
-			}
-		}
-		if got := cmdOf(); got != step.want {
-			t.Fatalf("after %v: cmd=%s, want %s", step.cmds, got, step.want)
-		}
-	}
-}
-
 // unitRecorder is a fakeBackend that records the length of every submitted
 // unit, in order.
 type unitRecorder struct {
