@@ -5,7 +5,7 @@
 # same folder: a command that fails, works only once, or leaves files that
 # git does not ignore, fails the check.
 #
-#   jepsen/docs-commands.sh [workdir]    (about 7 minutes on 2 cores; root for the netns driver)
+#   jepsen/docs-commands.sh [workdir]    (about 6 minutes on 2 cores; root for the netns driver)
 #   jepsen/docs-commands.sh -plan        only compare the plan with the pages (a second)
 #   DOCS_GROUPS="broker jepsen" jepsen/docs-commands.sh    only those groups (see == below)
 #
