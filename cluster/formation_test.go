@@ -164,6 +164,56 @@ func TestFormationFitsTheHosts(t *testing.T) {
 	}
 }
 
+// TestFormationWaitsForAnAdoptingPeer: a forming node that meets a peer
+// which took a formed cluster's shard count, but has not yet adopted its
+// Membership, asks again instead of failing on the differing counts. The
+// peer (n0) is held in that state while n1 and n2 form; all three end
+// with the fitted count.
+func TestFormationWaitsForAnAdoptingPeer(t *testing.T) {
+	cfgs := oneHostConfigs(t, 3, 2)
+	for i := range cfgs {
+		loadedTiming(&cfgs[i])
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), formationBudget)
+	defer cancel()
+	nodes := make([]*Node, len(cfgs))
+	for i := range cfgs {
+		n, err := Open(cfgs[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { n.Close() })
+		nodes[i] = n
+	}
+	// n0 as it is between taking a formed cluster's count and publishing
+	// the cluster's Membership (form, then Start's setMembers).
+	n0 := nodes[0]
+	n0.metaMu.Lock()
+	n0.nShards.Store(1)
+	n0.meta.Shards, n0.adopted = 1, true
+	n0.metaMu.Unlock()
+	errs := make(chan error, 2)
+	for _, n := range nodes[1:] {
+		go func() { errs <- n.Start(ctx) }()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := n0.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		if got := n.NumShards(); got != 1 {
+			t.Fatalf("node %s: %d shards, want 1", n.ID(), got)
+		}
+		if err := n.WaitLeaders(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestFormationRefusesMixedShardCounts: a node given --shards does not
 // form a cluster with one that fits its count to the hosts, even when
 // the counts agree before the fit: the two could form different clusters.

@@ -36,6 +36,10 @@ type Node struct {
 	// cluster with after fitting it to the hosts (rpc.go, form); Start's
 	// setMembers makes it the formed count.
 	fitShards int
+	// adopted: formation took a formed cluster's shard count (rpc.go,
+	// form) before this node had that cluster's Membership. Guarded by
+	// metaMu.
+	adopted bool
 
 	mux     *Mux
 	raftBus *raftBus // every shard group's AppendEntries (raftbus.go)

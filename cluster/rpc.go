@@ -49,7 +49,10 @@ type rpcResponse struct {
 	Shards int      `json:"shards"`
 	// Fixed (hello): the responder's shard count was given (--shards or
 	// --shards-per-node), not fitted to the hosts at formation.
-	Fixed   bool        `json:"fixed,omitempty"`
+	Fixed bool `json:"fixed,omitempty"`
+	// Adopted (hello): the responder, still forming, took the shard count
+	// of a formed cluster it is joining; its count is that cluster's.
+	Adopted bool        `json:"adopted,omitempty"`
 	Members *Membership `json:"members,omitempty"`
 	Leads   []int       `json:"leads,omitempty"`
 	// LeadTerms[i] is the term in which the responder leads Leads[i].
@@ -129,6 +132,7 @@ func (n *Node) serveRPC(c net.Conn) {
 		// Read together: formation may fit the shard count as it sets
 		// the Membership (setMembers).
 		res.Members, res.Shards = n.meta.Members, n.formedShards()
+		res.Adopted = n.adopted && res.Members == nil
 		n.metaMu.Unlock()
 		res.Fixed = !n.cfg.fitsHosts()
 	case "status":
@@ -265,7 +269,16 @@ func (n *Node) form(ctx context.Context) (*Membership, error) {
 				n.metaMu.Lock()
 				n.nShards.Store(int64(res.Shards))
 				n.meta.Shards = res.Shards
+				n.adopted = true
 				n.metaMu.Unlock()
+			}
+			if res.Shards != n.formedShards() && res.Adopted {
+				// The peer took a formed cluster's count (above) and is
+				// joining it: it answers with that cluster's Membership
+				// once it has it. Learn who it knows meanwhile.
+				n.disc.merge(res.Self)
+				n.disc.merge(res.Known...)
+				continue
 			}
 			if res.Shards != n.formedShards() {
 				return nil, fmt.Errorf("cluster: node %s at %s has %d shards, this node %d", res.Self.ID, a, res.Shards, n.formedShards())
