@@ -25,7 +25,24 @@ func TestClusterClientFollowsMoved(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 
-	// A plain client on one node is redirected for keys led elsewhere.
+	// A plain client on one node is redirected for keys led elsewhere,
+	// once another node leads a shard (the first elections can all go to
+	// one node before leaders are spread).
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		leaders := shardLeaders(addrs)
+		elsewhere := 0
+		for _, a := range leaders {
+			if a != addrs[0] {
+				elsewhere++
+			}
+		}
+		if len(leaders) == 6 && elsewhere > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no shard led by a node other than %s within 30 s: %v", addrs[0], leaders)
+		}
+	}
 	moved := 0
 	plain := dial(t, addrs[0])
 	for i := 0; i < 30; i++ {

@@ -110,15 +110,32 @@ func TestAddedShardsTakeTheSettings(t *testing.T) {
 			t.Fatalf("not every node leads a shard: %v", shardLeaders(addrsOf(nodes)))
 		}
 	}
-	for _, n := range nodes {
-		if _, err := rsCall(n.Addr, "CONFIG", "SET", "stream-node-max-entries", "7", "stream-idmp-maxsize", "55"); err != nil {
-			t.Fatal(err)
+	// Sent to every node, as to a Redis Cluster's masters. A leader that
+	// moves between two of the calls can leave its shard out: send the
+	// round again until every shard has the parameters.
+	setAll := func() bool {
+		for _, n := range nodes {
+			if _, err := rsCallRetry(n.Addr, "CONFIG", "SET", "stream-node-max-entries", "7", "stream-idmp-maxsize", "55"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for sh := range 3 {
+			v, err := rsCall(a, "RAFTSTREAM", "SHARD", "CONFIG", fmt.Sprint(sh), "GET", "stream-node-max-entries")
+			if err != nil || fmt.Sprint(v) != "[stream-node-max-entries 7]" {
+				return false
+			}
+		}
+		return true
+	}
+	for round := 0; !setAll(); round++ {
+		if round == 5 {
+			t.Fatal("CONFIG SET on every node, 5 times, did not reach every shard")
 		}
 	}
-	if _, err := rsCall(a, "RAFTSTREAM", "RETENTION", "SET", "orders:*", "MAXLEN", "1000"); err != nil {
+	if _, err := rsCallRetry(a, "RAFTSTREAM", "RETENTION", "SET", "orders:*", "MAXLEN", "1000"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rsCall(a, "RAFTSTREAM", "SHARD", "POLICY", "AUTO", "PER-NODE", "2"); err != nil {
+	if _, err := rsCallRetry(a, "RAFTSTREAM", "SHARD", "POLICY", "AUTO", "PER-NODE", "2"); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(90 * time.Second)

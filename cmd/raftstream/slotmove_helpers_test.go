@@ -26,6 +26,19 @@ func rsCall(addr string, args ...string) (any, error) {
 	return adminDo(c, args...)
 }
 
+// rsCallRetry is rsCall that asks again, for up to 30 s, while addr
+// answers TRYAGAIN (a leader changing: an election or the balancer).
+func rsCallRetry(addr string, args ...string) (any, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		v, err := rsCall(addr, args...)
+		if err == nil || !strings.HasPrefix(err.Error(), "TRYAGAIN") || time.Now().After(deadline) {
+			return v, err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // slotMapOf reads the slot map from RAFTSTREAM SLOTS STATUS on addr:
 // owner[slot] = shard, and the number of moves in flight.
 func slotMapOf(addr string) (owner []int, inFlight int, epoch int64, err error) {
